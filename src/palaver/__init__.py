@@ -1,0 +1,3 @@
+"""Palaver: a self-hosted workspace where people and AI agents talk in channels."""
+
+__version__ = "0.1.0"

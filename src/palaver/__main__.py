@@ -1,0 +1,3 @@
+from palaver.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Agents: validation of what defines them (name, avatar, model, tools) and their lifecycle."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import emoji
+
+from palaver.domain import BUILTIN_TOOLS, Agent
+from palaver.errors import Conflict, Invalid, NotFound
+from palaver.ids import new_id
+from palaver.services import Services
+from palaver.store import agents
+from palaver.store.tables.base import utcnow
+
+DEFAULT_AVATAR = "🤖"
+_MCP_TOOL = re.compile(r"^mcp:([A-Za-z0-9_.-]+):(.+)$")
+_MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= 64:
+        raise Invalid("An agent's name must be 1 to 64 characters.")
+    if name.startswith("agent_"):
+        raise Invalid("An agent's name may not start with 'agent_', which is kept for ids.")
+    return name
+
+
+def _check_avatar(avatar: str) -> str:
+    if not emoji.purely_emoji(avatar) or len(emoji.emoji_list(avatar)) != 1:
+        raise Invalid("The avatar must be a single emoji.")
+    return avatar
+
+
+def _check_model(svc: Services, model: str) -> str:
+    match = _MODEL.match(model)
+    if match is None:
+        raise Invalid("The model must look like '<provider id>/<model name>'.")
+    provider = match.group(1)
+    if provider != "builtin" and provider not in svc.settings.current.providers:
+        raise Invalid(f"No model provider '{provider}' is configured.")
+    return model
+
+
+def _check_tools(svc: Services, tools: list[str]) -> list[str]:
+    for tool in tools:
+        if tool in BUILTIN_TOOLS:
+            continue
+        match = _MCP_TOOL.match(tool)
+        if match is None:
+            raise Invalid(f"Unknown tool '{tool}'.")
+        if match.group(1) not in svc.settings.current.mcpServers:
+            raise Invalid(f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured.")
+    return list(dict.fromkeys(tools))
+
+
+async def get(svc: Services, agent_id: str) -> Agent:
+    async with svc.db.read() as conn:
+        agent = await agents.get(conn, agent_id)
+    if agent is None:
+        raise NotFound(f"No agent has the id '{agent_id}'.")
+    return agent
+
+
+async def list_agents(svc: Services) -> list[Agent]:
+    async with svc.db.read() as conn:
+        return await agents.list_all(conn)
+
+
+async def create(svc: Services, fields: dict[str, Any]) -> Agent:
+    now = utcnow()
+    agent = Agent(
+        id=new_id("agent"),
+        name=_check_name(fields["name"]),
+        avatar=_check_avatar(fields.get("avatar") or DEFAULT_AVATAR),
+        description=fields.get("description") or "",
+        model=_check_model(svc, fields.get("model") or svc.settings.current.defaultModel),
+        tools=_check_tools(svc, fields.get("tools") or []),
+        soul=fields.get("soul") or "",
+        auto_inject_memory=fields.get("autoInjectMemory", True),
+        created_at=now,
+        updated_at=now,
+    )
+    async with svc.db.write() as tx:
+        if await agents.id_for_name(tx.conn, agent.name) is not None:
+            raise Conflict(f"An agent named '{agent.name}' exists already.")
+        await agents.create(tx.conn, agent)
+    return agent
+
+
+async def update(svc: Services, agent_id: str, fields: dict[str, Any]) -> Agent:
+    changes: dict[str, Any] = {}
+    if fields.get("name") is not None:
+        changes["name"] = _check_name(fields["name"])
+    if fields.get("avatar") is not None:
+        changes["avatar"] = _check_avatar(fields["avatar"])
+    if fields.get("description") is not None:
+        changes["description"] = fields["description"]
+    if fields.get("model") is not None:
+        changes["model"] = _check_model(svc, fields["model"])
+    if fields.get("tools") is not None:
+        changes["tools"] = _check_tools(svc, fields["tools"])
+    if fields.get("soul") is not None:
+        changes["soul"] = fields["soul"]
+    if fields.get("autoInjectMemory") is not None:
+        changes["auto_inject_memory"] = fields["autoInjectMemory"]
+    async with svc.db.write() as tx:
+        agent = await agents.get(tx.conn, agent_id)
+        if agent is None:
+            raise NotFound(f"No agent has the id '{agent_id}'.")
+        if "name" in changes:
+            holder = await agents.id_for_name(tx.conn, changes["name"])
+            if holder is not None and holder != agent_id:
+                raise Conflict(f"An agent named '{changes['name']}' exists already.")
+        updated = replace(agent, **changes, updated_at=utcnow())
+        await agents.replace(tx.conn, updated)
+    return updated
+
+
+async def delete(svc: Services, agent_id: str) -> None:
+    async with svc.db.write() as tx:
+        if not await agents.delete_agent(tx.conn, agent_id):
+            raise NotFound(f"No agent has the id '{agent_id}'.")

@@ -1,0 +1,106 @@
+"""Logging in and out, and resolving a session token to the person behind it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+from palaver.auth.secrets import hash_token, new_session_token, owner_key_tag, same_secret
+from palaver.bus.base import CONTROL
+from palaver.domain import User
+from palaver.errors import Invalid, RateLimited, Unauthenticated
+from palaver.ids import new_id
+from palaver.services import Services
+from palaver.store import users
+from palaver.store.tables.base import utcnow
+
+LOGIN_FAILURE_LIMIT = 10
+LOGIN_FAILURE_WINDOW = 300.0
+TOUCH_EVERY = timedelta(minutes=5)
+"""Idle expiry counts in days, so refreshing `last_used_at` more often only costs writes."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    user: User
+    token_hash: str
+
+
+async def prepare_owner(svc: Services) -> None:
+    """Make sure the owner user exists and drop owner sessions made under another OWNER_KEY."""
+    async with svc.db.write() as tx:
+        salt_hex = await users.get_meta(tx.conn, "owner_key_salt")
+        if salt_hex is None:
+            salt_hex = os.urandom(16).hex()
+            await users.set_meta(tx.conn, "owner_key_salt", salt_hex)
+        owner = await users.owner(tx.conn)
+        if owner is None:
+            owner = User(id=new_id("user"), name="Owner", role="owner", created_at=utcnow())
+            await users.create(tx.conn, owner, key_hash=None)
+    tag = owner_key_tag(svc.config.owner_key.get_secret_value(), bytes.fromhex(salt_hex))
+    async with svc.db.write() as tx:
+        await users.delete_owner_sessions_not_tagged(tx.conn, tag)
+    svc.owner_key_tag = tag
+    svc.owner_id = owner.id
+
+
+async def login(svc: Services, password: str, client: str) -> str:
+    """Answer a new session token; throttle a client address after repeated failures."""
+    throttle_key = f"login:{client}"
+    count, retry = await svc.limiter.failures(throttle_key, LOGIN_FAILURE_WINDOW)
+    if count >= LOGIN_FAILURE_LIMIT:
+        raise RateLimited(
+            "Too many failed logins from this address; try again later.",
+            headers={"Retry-After": str(max(1, int(retry) + 1))},
+        )
+    if not password:
+        raise Invalid("The field 'password' must not be empty.")
+    user_id: str | None = None
+    tag: str | None = None
+    if same_secret(password, svc.config.owner_key.get_secret_value()):
+        user_id, tag = svc.owner_id, svc.owner_key_tag
+    else:
+        async with svc.db.read() as conn:
+            found = await users.by_key_hash(conn, hash_token(password))
+        if found is not None and same_secret(hash_token(password), found[1]):
+            user_id = found[0].id
+    if user_id is None:
+        await svc.limiter.add_failure(throttle_key, LOGIN_FAILURE_WINDOW)
+        raise Unauthenticated("Wrong password.")
+    token = new_session_token()
+    async with svc.db.write() as tx:
+        await users.create_session(tx.conn, hash_token(token), user_id, tag, utcnow())
+    return token
+
+
+async def logout(svc: Services, principal: Principal) -> None:
+    async with svc.db.write() as tx:
+        await users.delete_session(tx.conn, principal.token_hash)
+        tx.on_commit(
+            lambda: svc.bus.publish(
+                CONTROL, {"type": "revoke", "tokenHashes": [principal.token_hash]}
+            )
+        )
+
+
+async def resolve(svc: Services, token: str | None) -> Principal:
+    """The session's person, or Unauthenticated for a missing, unknown or expired token."""
+    if not token:
+        raise Unauthenticated("You are not logged in.")
+    token_hash = hash_token(token)
+    async with svc.db.read() as conn:
+        row = await users.session(conn, token_hash)
+        user = await users.get(conn, row.user_id) if row is not None else None
+    if row is None or user is None or not same_secret(token_hash, row.token_hash):
+        raise Unauthenticated("Your session is unknown or has expired; log in again.")
+    now = utcnow()
+    idle = timedelta(days=svc.settings.current.sessionIdleDays)
+    if row.last_used_at < now - idle:
+        async with svc.db.write() as tx:
+            await users.delete_session(tx.conn, token_hash)
+        raise Unauthenticated("Your session is unknown or has expired; log in again.")
+    if row.last_used_at < now - TOUCH_EVERY:
+        async with svc.db.write() as tx:
+            await users.touch_session(tx.conn, token_hash, now)
+    return Principal(user=user, token_hash=token_hash)

@@ -1,0 +1,125 @@
+"""Channels: who may see them, and how their members change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from palaver.bus.base import CONTROL
+from palaver.domain import Channel, ChannelType, User
+from palaver.errors import Invalid, NotFound
+from palaver.ids import new_id
+from palaver.services import Services
+from palaver.store import agents, channels, users
+from palaver.store.tables.base import utcnow
+from palaver.store.db import Tx
+
+
+def can_see(user: User, channel: Channel) -> bool:
+    return user.is_owner or user.id in channel.member_ids
+
+
+async def visible(svc: Services, user: User, channel_id: str) -> Channel:
+    """The channel, or NotFound: a guest cannot tell a hidden channel from a missing one."""
+    async with svc.db.read() as conn:
+        channel = await channels.get(conn, channel_id)
+    if channel is None or not can_see(user, channel):
+        raise NotFound(f"No channel has the id '{channel_id}'.")
+    return channel
+
+
+async def list_visible(svc: Services, user: User) -> list[Channel]:
+    async with svc.db.read() as conn:
+        if user.is_owner:
+            return await channels.list_all(conn)
+        return await channels.list_for_member(conn, user.id)
+
+
+def _dedupe(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+async def _check_ids(tx: Tx, agent_ids: list[str], member_ids: list[str]) -> None:
+    known_agents = await agents.existing_ids(tx.conn, agent_ids)
+    for agent_id in agent_ids:
+        if agent_id not in known_agents:
+            raise Invalid(f"No agent has the id '{agent_id}'.")
+    known_users = await users.existing_ids(tx.conn, member_ids)
+    for user_id in member_ids:
+        if user_id not in known_users:
+            raise Invalid(f"No user has the id '{user_id}'.")
+
+
+def _check_shape(kind: ChannelType, agent_ids: list[str]) -> None:
+    if kind == "dm" and len(agent_ids) != 1:
+        raise Invalid("A dm channel has exactly one agent.")
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 128:
+        raise Invalid("A channel's name must be 1 to 128 characters.")
+    return name
+
+
+async def create(
+    svc: Services, name: str, kind: ChannelType, agent_ids: list[str], member_ids: list[str]
+) -> Channel:
+    agent_ids = _dedupe(agent_ids)
+    member_ids = _dedupe([svc.owner_id, *member_ids])
+    _check_shape(kind, agent_ids)
+    now = utcnow()
+    channel = Channel(
+        id=new_id("ch"),
+        name=_check_name(name),
+        type=kind,
+        agent_ids=agent_ids,
+        member_ids=member_ids,
+        created_at=now,
+        updated_at=now,
+    )
+    async with svc.db.write() as tx:
+        await _check_ids(tx, agent_ids, member_ids)
+        await channels.create(tx.conn, channel)
+    return channel
+
+
+async def update(
+    svc: Services,
+    channel_id: str,
+    name: str | None = None,
+    agent_ids: list[str] | None = None,
+    member_ids: list[str] | None = None,
+    add: bool = False,
+) -> Channel:
+    """Rename or change members; with `add`, the ids given join the current members."""
+    async with svc.db.write() as tx:
+        channel = await channels.get(tx.conn, channel_id)
+        if channel is None:
+            raise NotFound(f"No channel has the id '{channel_id}'.")
+        new_agents = _dedupe(
+            [*(channel.agent_ids if add else ()), *(agent_ids or ())]
+            if add or agent_ids is not None
+            else channel.agent_ids
+        )
+        new_members = _dedupe(
+            [svc.owner_id, *(channel.member_ids if add else ()), *(member_ids or ())]
+            if add or member_ids is not None
+            else channel.member_ids
+        )
+        _check_shape(channel.type, new_agents)
+        await _check_ids(tx, new_agents, new_members)
+        updated = replace(
+            channel,
+            name=_check_name(name) if name is not None else channel.name,
+            agent_ids=new_agents,
+            member_ids=new_members,
+            updated_at=utcnow(),
+        )
+        await channels.replace(tx.conn, updated)
+        tx.on_commit(
+            lambda: svc.bus.publish(
+                CONTROL,
+                {"type": "channel_access", "channelId": channel_id, "memberIds": new_members},
+            )
+        )
+    return updated

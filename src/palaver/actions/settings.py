@@ -1,0 +1,47 @@
+"""Run-time settings: read from memory, written through the database, masked on the way out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from palaver.bus.base import CONTROL, EventBus
+from palaver.errors import Invalid
+from palaver.settings import Settings, merge
+from palaver.store import settings_store
+from palaver.store.db import Database
+
+
+class SettingsHolder:
+    """The current settings, cached; every node reloads when any node changes them."""
+
+    def __init__(self, db: Database, bus: EventBus) -> None:
+        self._db = db
+        self._bus = bus
+        self.current = Settings()
+
+    async def reload(self) -> Settings:
+        async with self._db.read() as conn:
+            self.current = await settings_store.load(conn)
+        return self.current
+
+    async def update(self, patch: dict[str, Any]) -> Settings:
+        async with self._db.write() as tx:
+            stored = await settings_store.load(tx.conn)
+            try:
+                updated = merge(stored, patch)
+            except ValidationError as exc:
+                raise Invalid(_describe(exc)) from None
+            await settings_store.save(tx.conn, updated)
+            tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
+        self.current = updated
+        return updated
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"Unknown setting '{where}'."
+    return f"Invalid setting '{where}': {str(first['msg']).rstrip('.')}."

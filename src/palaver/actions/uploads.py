@@ -1,0 +1,75 @@
+"""Uploaded files: safe names that never collide, and how each kind may be served back."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+import secrets
+import unicodedata
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+
+from palaver.api.multipart import UploadedFile
+from palaver.errors import NotFound
+from palaver.store.tables.base import utcnow
+
+MAX_NAME = 128
+_UNSAFE = re.compile(r"[^\w.\-]+")
+_MONTH = re.compile(r"^\d{4}-\d{2}$")
+_INLINE = {"application/pdf", "text/plain"}
+
+
+def safe_name(client_name: str) -> str:
+    """The client's name made safe, with a random part so that nothing is ever overwritten."""
+    name = unicodedata.normalize("NFC", client_name).replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    name = _UNSAFE.sub("_", name).replace("..", "_").lstrip(".")
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        stem, ext = name, ""
+    ext = ext[:16]
+    tag = secrets.token_hex(4)
+    room = MAX_NAME - len(tag) - 1 - (len(ext) + 1 if ext else 0)
+    stem = (stem or "file")[:room]
+    return f"{stem}-{tag}.{ext}" if ext else f"{stem}-{tag}"
+
+
+async def store(uploads_dir: Path, upload: UploadedFile) -> str:
+    """Move a received file to its month's folder and answer its URL path."""
+    month = utcnow().strftime("%Y-%m")
+    folder = uploads_dir / month
+    await anyio.Path(folder).mkdir(parents=True, exist_ok=True)
+    name = safe_name(upload.filename)
+    await anyio.to_thread.run_sync(os.replace, upload.path, folder / name)
+    return f"/uploads/{month}/{quote(name)}"
+
+
+def locate(uploads_dir: Path, month: str, name: str) -> Path:
+    """The file behind an upload URL; anything that could step outside the folder is NotFound."""
+    if not _MONTH.match(month) or name != safe_name_shape(name):
+        raise NotFound("There is no such upload.")
+    return uploads_dir / month / name
+
+
+def safe_name_shape(name: str) -> str:
+    if not name or name.startswith(".") or "/" in name or ".." in name or len(name) > MAX_NAME:
+        return ""
+    return name if _UNSAFE.search(name) is None else ""
+
+
+def serving_headers(name: str) -> tuple[str, dict[str, str]]:
+    """Inline only for kinds a browser shows without running them; HTML and SVG never are."""
+    media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    inline = (media_type.startswith("image/") and media_type != "image/svg+xml") or (
+        media_type in _INLINE
+    )
+    if media_type == "text/plain":
+        media_type = "text/plain; charset=utf-8"
+    disposition = "inline" if inline else "attachment"
+    return media_type, {
+        "X-Content-Type-Options": "nosniff",
+        "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(name, safe='')}",
+    }

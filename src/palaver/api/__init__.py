@@ -1,0 +1,1 @@
+"""Thin HTTP routers: parse the request, call actions, shape the response."""

@@ -1,0 +1,58 @@
+"""Agents: list, read, create, change, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from palaver.actions import agents
+from palaver.api.deps import Body, Caller, Owner, Svc, errors
+
+router = APIRouter(prefix="/api/agents", tags=["agents"])
+
+
+class AgentFields(Body):
+    avatar: str | None = None
+    description: str | None = Field(default=None, max_length=2000)
+    model: str | None = Field(default=None, max_length=200)
+    tools: list[str] | None = None
+    soul: str | None = Field(default=None, max_length=100_000)
+    autoInjectMemory: bool | None = None
+
+
+class CreateAgent(AgentFields):
+    name: str
+
+
+class UpdateAgent(AgentFields):
+    name: str | None = None
+
+
+@router.get("", responses=errors())
+async def list_agents(_: Caller, svc: Svc) -> dict[str, Any]:
+    return {"agents": [a.as_list_item() for a in await agents.list_agents(svc)]}
+
+
+@router.get("/{agent_id}", responses=errors(404))
+async def get_agent(agent_id: str, _: Caller, svc: Svc) -> dict[str, Any]:
+    return {"agent": (await agents.get(svc, agent_id)).as_json()}
+
+
+@router.post("", responses=errors(403, 409))
+async def create_agent(body: CreateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
+    agent = await agents.create(svc, body.model_dump(exclude_none=True))
+    return {"agent": agent.as_json()}
+
+
+@router.put("/{agent_id}", responses=errors(403, 404, 409))
+async def update_agent(agent_id: str, body: UpdateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
+    agent = await agents.update(svc, agent_id, body.model_dump(exclude_none=True))
+    return {"agent": agent.as_json()}
+
+
+@router.delete("/{agent_id}", responses=errors(403, 404))
+async def delete_agent(agent_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
+    await agents.delete(svc, agent_id)
+    return {"ok": True}

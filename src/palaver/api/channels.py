@@ -1,0 +1,63 @@
+"""Channels and their members."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from palaver.actions import channels
+from palaver.api.deps import Body, Caller, Owner, Svc, errors
+
+router = APIRouter(prefix="/api/channels", tags=["channels"])
+
+
+class CreateChannel(Body):
+    name: str
+    type: Literal["dm", "group"]
+    agentIds: list[str] = Field(default_factory=list)
+    memberIds: list[str] = Field(default_factory=list)
+
+
+class UpdateChannel(Body):
+    name: str | None = None
+    agentIds: list[str] | None = None
+    memberIds: list[str] | None = None
+
+
+class AddMembers(Body):
+    agentIds: list[str] = Field(default_factory=list)
+    userIds: list[str] = Field(default_factory=list)
+
+
+@router.get("", responses=errors())
+async def list_channels(caller: Caller, svc: Svc) -> dict[str, Any]:
+    return {"channels": [c.as_json() for c in await channels.list_visible(svc, caller.user)]}
+
+
+@router.get("/{channel_id}", responses=errors(404))
+async def get_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+    return {"channel": (await channels.visible(svc, caller.user, channel_id)).as_json()}
+
+
+@router.post("", responses=errors(403))
+async def create_channel(body: CreateChannel, _: Owner, svc: Svc) -> dict[str, Any]:
+    channel = await channels.create(svc, body.name, body.type, body.agentIds, body.memberIds)
+    return {"channel": channel.as_json()}
+
+
+@router.put("/{channel_id}", responses=errors(403, 404))
+async def update_channel(
+    channel_id: str, body: UpdateChannel, _: Owner, svc: Svc
+) -> dict[str, Any]:
+    channel = await channels.update(svc, channel_id, body.name, body.agentIds, body.memberIds)
+    return {"channel": channel.as_json()}
+
+
+@router.post("/{channel_id}/members", responses=errors(403, 404))
+async def add_members(channel_id: str, body: AddMembers, _: Owner, svc: Svc) -> dict[str, Any]:
+    channel = await channels.update(
+        svc, channel_id, agent_ids=body.agentIds, member_ids=body.userIds, add=True
+    )
+    return {"channel": channel.as_json()}

@@ -1,0 +1,49 @@
+"""Uploading files and serving them back, behind the session like everything else."""
+
+from __future__ import annotations
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse
+
+from palaver.actions import uploads
+from palaver.api.deps import Caller, Svc, errors
+from palaver.api.multipart import read_upload
+from palaver.errors import NotFound
+
+router = APIRouter(tags=["uploads"])
+
+
+@router.post(
+    "/api/upload",
+    responses=errors(413),
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"file": {"type": "string", "format": "binary"}},
+                        "required": ["file"],
+                    }
+                }
+            }
+        }
+    },
+)
+async def upload(request: Request, _: Caller, svc: Svc) -> dict[str, str]:
+    limit = svc.settings.current.limits.maxUploadBytes
+    received, _fields = await read_upload(request, svc.config.uploads_dir, limit)
+    return {"url": await uploads.store(svc.config.uploads_dir, received)}
+
+
+@router.get("/uploads/{month}/{name}", responses=errors(404))
+async def download(month: str, name: str, _: Caller, svc: Svc) -> FileResponse:
+    path = uploads.locate(svc.config.uploads_dir, month, name)
+    try:
+        stat = await anyio.Path(path).stat()
+    except FileNotFoundError:
+        raise NotFound("There is no such upload.") from None
+    media_type, headers = uploads.serving_headers(name)
+    return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+

@@ -1,0 +1,105 @@
+"""create_app(): builds the adapters from the process config, wires routers, runs start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from fastapi import FastAPI
+
+from palaver.actions import auth
+from palaver.actions.settings import SettingsHolder
+from palaver.api import admin, agents, channels, messages, uploads
+from palaver.api import auth as auth_api
+from palaver.auth.limiter import MemoryRateLimiter
+from palaver.bus.base import CONTROL, Event
+from palaver.bus.inproc import InProcessBus
+from palaver.config import Config
+from palaver.errors import install_error_handlers
+from palaver.realtime import ws
+from palaver.realtime.hub import Hub
+from palaver.services import Services
+from palaver.store import migrate
+from palaver.store.db import Database
+
+log = logging.getLogger(__name__)
+
+
+def _migrate(url: str) -> None:
+    """Runs in a worker thread with its own loop: Alembic reads its scripts with blocking I/O."""
+
+    async def run() -> None:
+        db = Database(url)
+        try:
+            await migrate.upgrade(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(run())
+
+
+def build_services(config: Config) -> Services:
+    db = Database(config.db_url)
+    bus = InProcessBus()
+    return Services(
+        config=config,
+        db=db,
+        bus=bus,
+        hub=Hub(),
+        limiter=MemoryRateLimiter(),
+        settings=SettingsHolder(db, bus),
+    )
+
+
+def create_app(config: Config) -> FastAPI:
+    svc = build_services(config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await anyio.Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(_migrate, config.db_url)
+        await svc.settings.reload()
+        await auth.prepare_owner(svc)
+        svc.bus.listen(svc.hub.dispatch)
+        svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
+        await svc.bus.start()
+        try:
+            yield
+        finally:
+            await svc.bus.aclose()
+            await svc.db.dispose()
+
+    app = FastAPI(
+        title="Palaver",
+        version="0.1.0",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.services = svc
+    install_error_handlers(app)
+    for router in (
+        auth_api.router,
+        messages.router,
+        agents.router,
+        channels.router,
+        admin.router,
+        uploads.router,
+        ws.router,
+    ):
+        app.include_router(router)
+    return app
+
+
+def _on_control(svc: Services, topic: str, event: Event) -> None:
+    if topic == CONTROL and event.get("type") == "settings_changed":
+        task = asyncio.get_running_loop().create_task(svc.settings.reload())
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[object]] = set()

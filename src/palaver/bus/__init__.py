@@ -1,0 +1,1 @@
+"""The event bus: handlers publish, the realtime hub delivers."""

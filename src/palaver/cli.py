@@ -1,0 +1,56 @@
+"""The `palaver` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+import uvicorn
+from pydantic import ValidationError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from palaver.app import create_app
+    from palaver.config import Config
+
+    overrides = {
+        key: value
+        for key, value in (("data_dir", args.data_dir), ("host", args.host), ("port", args.port))
+        if value is not None
+    }
+    if not os.environ.get("OWNER_KEY"):
+        print("palaver: set OWNER_KEY to the owner's password to start the service.", file=sys.stderr)
+        return 2
+    try:
+        config = Config(**overrides)
+    except ValidationError as exc:
+        print(f"palaver: invalid configuration: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    uvicorn.run(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        log_level=config.log_level,
+        proxy_headers=config.trust_proxy,
+        ws_ping_interval=None,
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="palaver", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP and WebSocket service")
+    serve.add_argument("--data-dir", type=Path, default=None)
+    serve.add_argument("--host", default=None)
+    serve.add_argument("--port", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return 2

@@ -1,0 +1,119 @@
+"""Domain errors and the handlers that turn every failure into `{"error": "..."}`."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from palaver.ids import new_id
+
+log = logging.getLogger(__name__)
+
+
+class DomainError(Exception):
+    status = 400
+
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+class Invalid(DomainError):
+    status = 400
+
+
+class Unauthenticated(DomainError):
+    status = 401
+
+
+class Forbidden(DomainError):
+    status = 403
+
+
+class NotFound(DomainError):
+    status = 404
+
+
+class Conflict(DomainError):
+    status = 409
+
+
+class TooLarge(DomainError):
+    status = 413
+
+
+class UnsupportedMedia(DomainError):
+    status = 415
+
+
+class RateLimited(DomainError):
+    status = 429
+
+
+_STATUS_TEXT = {
+    400: "The request is malformed.",
+    401: "You are not logged in.",
+    403: "You may not do that.",
+    404: "There is nothing at this address.",
+    405: "This method is not allowed here.",
+    413: "The request is too large.",
+    415: "This kind of content is not supported.",
+    429: "Too many requests; slow down.",
+}
+
+
+def _describe_validation(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "The request is malformed."
+    first = errors[0]
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return "The request body is not valid JSON."
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    where = ".".join(loc)
+    if kind == "extra_forbidden":
+        return f"Unknown field '{where}'."
+    if kind == "missing":
+        return f"The field '{where}' is required." if where else "A request body is required."
+    msg = str(first.get("msg", "is invalid")).rstrip(".")
+    return f"Invalid '{where}': {msg}." if where else f"Invalid request: {msg}."
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _describe_validation(exc)}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        text = _STATUS_TEXT.get(exc.status_code, "The request failed.")
+        if isinstance(exc.detail, str) and exc.status_code not in (404, 405):
+            text = exc.detail
+        return JSONResponse(
+            {"error": text}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        request_id = new_id("req")
+        log.error(
+            "unhandled error %s on %s %s",
+            request_id,
+            request.method,
+            request.url.path,
+            exc_info=exc,
+        )
+        return JSONResponse(
+            {"error": "The server failed to handle this request.", "requestId": request_id},
+            status_code=500,
+        )

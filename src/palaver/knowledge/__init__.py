@@ -1,0 +1,1 @@
+"""Document knowledge: parsing, chunking, embedding, indexing and retrieval."""

@@ -1,0 +1,1 @@
+"""The WebSocket channel: the `/ws` protocol and the hub that delivers events."""

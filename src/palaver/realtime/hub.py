@@ -1,0 +1,162 @@
+"""Connections, their subscriptions and bounded send queues; the only code that feeds sockets.
+
+The hub also follows every reply that is streaming from the events it relays, so that a
+client subscribing mid-answer first gets the answer so far and never shows half of one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from palaver.bus.base import CONTROL, Event
+
+log = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_TRY_LATER = 1013
+
+
+@dataclass
+class Connection:
+    """One authenticated socket. `send` writes to the socket; the hub only enqueues."""
+
+    user_id: str
+    is_owner: bool
+    token_hash: str
+    send: Callable[[str], Awaitable[None]]
+    queue_size: int
+    queue: asyncio.Queue[str] = field(init=False)
+    channels: set[str] = field(default_factory=set)
+    close_code: int | None = None
+    killed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.queue = asyncio.Queue(self.queue_size)
+
+    def offer(self, text: str) -> None:
+        if self.killed.is_set():
+            return
+        try:
+            self.queue.put_nowait(text)
+        except asyncio.QueueFull:
+            log.warning("closing a connection of %s: it does not keep up", self.user_id)
+            self.kill(CLOSE_TRY_LATER)
+
+    def kill(self, code: int) -> None:
+        if not self.killed.is_set():
+            self.close_code = code
+            self.killed.set()
+
+    async def send_loop(self) -> None:
+        while True:
+            text = await self.queue.get()
+            await self.send(text)
+
+
+@dataclass
+class _Stream:
+    start: Event
+    parts: list[str] = field(default_factory=list)
+    seq: int = 0
+
+
+class Hub:
+    def __init__(self) -> None:
+        self._connections: set[Connection] = set()
+        self._by_channel: dict[str, set[Connection]] = defaultdict(set)
+        self._streams: dict[str, dict[str, _Stream]] = defaultdict(dict)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def add(self, conn: Connection) -> None:
+        self._connections.add(conn)
+
+    def remove(self, conn: Connection) -> None:
+        self._connections.discard(conn)
+        for channel_id in conn.channels:
+            subscribers = self._by_channel.get(channel_id)
+            if subscribers is not None:
+                subscribers.discard(conn)
+                if not subscribers:
+                    del self._by_channel[channel_id]
+        conn.channels.clear()
+
+    def subscribe(self, conn: Connection, channel_id: str) -> None:
+        """Acknowledge, replay the replies in flight, then deliver live: all without a pause,
+        so no event can slip in between."""
+        conn.offer(_dumps({"type": "subscribed", "data": {"channelId": channel_id}}))
+        if channel_id in conn.channels:
+            return
+        for message_id, stream in self._streams.get(channel_id, {}).items():
+            conn.offer(_dumps(stream.start))
+            if stream.parts:
+                chunk = {"messageId": message_id, "content": "".join(stream.parts), "seq": stream.seq}
+                conn.offer(_dumps({"type": "stream_chunk", "data": chunk}))
+        conn.channels.add(channel_id)
+        self._by_channel[channel_id].add(conn)
+
+    def unsubscribe(self, conn: Connection, channel_id: str) -> None:
+        conn.channels.discard(channel_id)
+        subscribers = self._by_channel.get(channel_id)
+        if subscribers is not None:
+            subscribers.discard(conn)
+
+    def dispatch(self, topic: str, event: Event) -> None:
+        """The bus listener: route one event to the queues of the connections that want it."""
+        kind, _, target = topic.partition(":")
+        if topic == CONTROL:
+            self._control(event)
+        elif kind == "channel":
+            self._track(target, event)
+            text = _dumps(event)
+            for conn in list(self._by_channel.get(target, ())):
+                conn.offer(text)
+        elif kind == "user":
+            text = _dumps(event)
+            for conn in list(self._connections):
+                if conn.user_id == target:
+                    conn.offer(text)
+
+    def _track(self, channel_id: str, event: Event) -> None:
+        kind = event.get("type")
+        data: dict[str, Any] = event.get("data", {})
+        if kind == "stream_start":
+            self._streams[channel_id][data["messageId"]] = _Stream(start=event)
+        elif kind == "stream_chunk":
+            stream = self._streams.get(channel_id, {}).get(data["messageId"])
+            if stream is not None:
+                stream.parts.append(data["content"])
+                stream.seq = int(data.get("seq", stream.seq + 1))
+        elif kind == "stream_end":
+            streams = self._streams.get(channel_id)
+            if streams is not None:
+                streams.pop(data["messageId"], None)
+                if not streams:
+                    del self._streams[channel_id]
+
+    def _control(self, event: Event) -> None:
+        kind = event.get("type")
+        if kind == "revoke":
+            hashes = set(event.get("tokenHashes", ()))
+            users = set(event.get("userIds", ()))
+            for conn in list(self._connections):
+                if conn.token_hash in hashes or conn.user_id in users:
+                    conn.kill(CLOSE_UNAUTHENTICATED)
+        elif kind == "channel_access":
+            channel_id = event["channelId"]
+            members = set(event.get("memberIds", ()))
+            for conn in list(self._by_channel.get(channel_id, ())):
+                if not conn.is_owner and conn.user_id not in members:
+                    self.unsubscribe(conn, channel_id)
+
+
+def _dumps(event: Event) -> str:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,147 @@
+"""The `/ws` endpoint: authentication, the client protocol, and one send loop per socket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from palaver.actions import auth, channels
+from palaver.actions.auth import Principal
+from palaver.errors import DomainError
+from palaver.realtime.hub import CLOSE_UNAUTHENTICATED, Connection
+from palaver.services import Services
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+CLOSE_IDLE = 4408
+CLOSE_TIMEOUT = 5.0
+
+
+def _error(code: str, message: str) -> str:
+    return json.dumps({"type": "error", "data": {"code": code, "message": message}})
+
+
+def _origin_allowed(ws: WebSocket, svc: Services) -> bool:
+    """Refuse cross-site pages: a browser sends the page's Origin with every upgrade."""
+    origin = ws.headers.get("origin")
+    if origin is None:
+        return True
+    host = ws.headers.get("host", "")
+    own = {f"http://{host}", f"https://{host}"}
+    return origin in own or origin in svc.config.allowed_origins
+
+
+async def _authenticate(ws: WebSocket, svc: Services) -> Principal | None:
+    """By the session cookie if the upgrade carried one, otherwise by a first `auth` message."""
+    cookie = ws.cookies.get("session")
+    token: str | None = cookie
+    if token is None:
+        try:
+            raw = await asyncio.wait_for(ws.receive_text(), svc.config.ws_idle_seconds)
+        except (TimeoutError, WebSocketDisconnect):
+            return None
+        try:
+            first: Any = json.loads(raw)
+        except ValueError:
+            first = None
+        if not isinstance(first, dict) or first.get("type") != "auth":
+            await _refuse(ws, "Authenticate first with {\"type\": \"auth\", \"token\": ...}.")
+            return None
+        token = first.get("token") if isinstance(first.get("token"), str) else None
+    try:
+        return await auth.resolve(svc, token)
+    except DomainError as exc:
+        await _refuse(ws, exc.message)
+        return None
+
+
+async def _refuse(ws: WebSocket, message: str) -> None:
+    with contextlib.suppress(Exception):
+        await ws.send_text(_error("unauthenticated", message))
+        await ws.close(CLOSE_UNAUTHENTICATED)
+
+
+@router.websocket("/ws")
+async def websocket_endpoint(ws: WebSocket) -> None:
+    svc: Services = ws.app.state.services
+    if not _origin_allowed(ws, svc):
+        await ws.close(code=1008)
+        return
+    await ws.accept()
+    principal = await _authenticate(ws, svc)
+    if principal is None:
+        return
+    conn = Connection(
+        user_id=principal.user.id,
+        is_owner=principal.user.is_owner,
+        token_hash=principal.token_hash,
+        send=ws.send_text,
+        queue_size=svc.config.ws_queue_size,
+    )
+    conn.offer(json.dumps({"type": "auth_ok", "userId": principal.user.id}))
+    svc.hub.add(conn)
+    tasks = [
+        asyncio.create_task(conn.send_loop()),
+        asyncio.create_task(_receive_loop(ws, svc, conn, principal)),
+        asyncio.create_task(conn.killed.wait()),
+    ]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        svc.hub.remove(conn)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if conn.close_code is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(conn.close_code), CLOSE_TIMEOUT)
+
+
+async def _receive_loop(ws: WebSocket, svc: Services, conn: Connection, who: Principal) -> None:
+    while True:
+        try:
+            raw = await asyncio.wait_for(ws.receive_text(), svc.config.ws_idle_seconds)
+        except TimeoutError:
+            conn.kill(CLOSE_IDLE)
+            return
+        except (WebSocketDisconnect, RuntimeError):
+            return
+        try:
+            message: Any = json.loads(raw)
+        except ValueError:
+            conn.offer(_error("bad_request", "The message is not valid JSON."))
+            continue
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "ping":
+            conn.offer(json.dumps({"type": "pong"}))
+        elif kind in ("subscribe", "unsubscribe"):
+            await _subscription(svc, conn, who, kind, message.get("channelId"))
+        elif kind == "auth":
+            conn.offer(json.dumps({"type": "auth_ok", "userId": who.user.id}))
+        else:
+            conn.offer(_error("bad_request", f"Unknown message type {kind!r}."))
+
+
+async def _subscription(
+    svc: Services, conn: Connection, who: Principal, kind: str, channel_id: Any
+) -> None:
+    if not isinstance(channel_id, str):
+        conn.offer(_error("bad_request", "The field 'channelId' must be a string."))
+        return
+    if kind == "unsubscribe":
+        svc.hub.unsubscribe(conn, channel_id)
+        conn.offer(json.dumps({"type": "unsubscribed", "data": {"channelId": channel_id}}))
+        return
+    try:
+        await channels.visible(svc, who.user, channel_id)
+    except DomainError as exc:
+        conn.offer(_error("not_found", exc.message))
+        return
+    svc.hub.subscribe(conn, channel_id)

@@ -1,0 +1,30 @@
+"""The adapters and shared state one process runs with, built once by `app.create_app`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from palaver.actions.settings import SettingsHolder
+from palaver.auth.limiter import RateLimiter
+from palaver.bus.base import EventBus
+from palaver.config import Config
+from palaver.domain import Channel, Message
+from palaver.realtime.hub import Hub
+from palaver.store.db import Database
+
+MessageHandler = Callable[[Message, Channel], Awaitable[None]]
+
+
+@dataclass
+class Services:
+    config: Config
+    db: Database
+    bus: EventBus
+    hub: Hub
+    limiter: RateLimiter
+    settings: SettingsHolder
+    owner_key_tag: str = ""
+    owner_id: str = ""
+    on_user_message: list[MessageHandler] = field(default_factory=list)
+    """Called after a person's message is stored and broadcast: where agents pick it up."""

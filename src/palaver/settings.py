@@ -1,0 +1,137 @@
+"""The settings record: what the owner changes at run time, stored in the database.
+
+Secrets live here in full; every copy that leaves the service goes through `masked()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SECRET_MASK = "••••"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ProviderConfig(_Strict):
+    type: Literal["openai", "anthropic", "builtin"]
+    baseUrl: str | None = None
+    apiKey: str | None = None
+    contextWindow: int = Field(default=8192, ge=256, le=2_000_000)
+    timeoutSeconds: float = Field(default=120.0, gt=0, le=3600)
+
+
+class EmbeddingConfig(_Strict):
+    provider: str = "local"
+    model: str = "all-MiniLM-L6-v2"
+
+
+class WebSearchConfig(_Strict):
+    provider: Literal["searxng", "brave", "tavily"] | None = None
+    baseUrl: str | None = None
+    apiKey: str | None = None
+
+
+class McpServerConfig(_Strict):
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeoutSeconds: float = Field(default=30.0, gt=0, le=600)
+
+
+class Limits(_Strict):
+    messagesPerMinute: int = Field(default=30, ge=1, le=100_000)
+    messageBurst: int = Field(default=10, ge=1, le=100_000)
+    maxMessageChars: int = Field(default=32_000, ge=1, le=1_000_000)
+    maxUploadBytes: int = Field(default=25 * 1024 * 1024, ge=1, le=10 * 1024**3)
+
+
+class AgentLimits(_Strict):
+    """How far one reply may go: tool rounds, tool time, and chain/hand-off guards."""
+
+    toolRounds: int = Field(default=8, ge=1, le=64)
+    toolTimeoutSeconds: float = Field(default=60.0, gt=0, le=3600)
+    replyTokens: int = Field(default=1024, ge=16, le=100_000)
+    maxHandoffs: int = Field(default=4, ge=0, le=64)
+    maxChainSteps: int = Field(default=10, ge=1, le=100)
+
+
+class MemoryConfig(_Strict):
+    duplicateThreshold: float = Field(default=0.85, ge=0, le=1)
+    updateThreshold: float = Field(default=0.7, ge=0, le=1)
+    injectTopK: int = Field(default=5, ge=0, le=50)
+    injectFloor: float = Field(default=0.3, ge=-1, le=1)
+
+
+class Settings(_Strict):
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    defaultModel: str = "builtin/echo"
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    webSearch: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    mcpServers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    agents: AgentLimits = Field(default_factory=AgentLimits)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    sessionIdleDays: int = Field(default=30, ge=1, le=3650)
+
+
+def mask_secret(value: str | None) -> str | None:
+    """Keep the last four characters so an owner can tell keys apart without seeing them."""
+    if not value:
+        return value
+    return SECRET_MASK + value[-4:]
+
+
+def _is_secret_path(path: tuple[str, ...]) -> bool:
+    if not path:
+        return False
+    if path[-1] == "apiKey":
+        return True
+    return len(path) == 4 and path[0] == "mcpServers" and path[2] in ("env", "headers")
+
+
+def _walk(value: Any, path: tuple[str, ...], fn: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk(v, (*path, k), fn) for k, v in value.items()}
+    return fn(path, value)
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """The settings as any client may see them: every secret cut to its last four characters."""
+    raw = settings.model_dump(mode="json")
+    return dict(_walk(raw, (), lambda p, v: mask_secret(v) if _is_secret_path(p) else v))
+
+
+def merge(current: Settings, patch: dict[str, Any]) -> Settings:
+    """Deep-merge a partial update; a masked secret sent back unchanged keeps the stored one.
+
+    Raises pydantic.ValidationError for unknown keys or bad values.
+    """
+    base = current.model_dump(mode="json")
+    return Settings.model_validate(_deep_merge(base, patch, ()))
+
+
+_MAPS = {("providers",), ("mcpServers",)}
+"""Maps whose entries a patch removes by sending null."""
+
+
+def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            if value is None and path in _MAPS:
+                out.pop(key, None)
+            elif key in base:
+                out[key] = _deep_merge(base[key], value, (*path, key))
+            else:
+                out[key] = value
+        return out
+    if _is_secret_path(path) and isinstance(patch, str) and isinstance(base, str):
+        if patch == mask_secret(base):
+            return base
+    return patch

@@ -1,0 +1,1 @@
+"""Persistence: tables, the database handle, repositories and migrations."""

@@ -1,0 +1,131 @@
+"""Messages, idempotency keys, and drafts of replies still being written."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from palaver.domain import Message
+from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
+
+
+def _message(row: Any) -> Message:
+    return Message(
+        id=row.id,
+        channel_id=row.channel_id,
+        agent_id=row.agent_id,
+        user_id=row.user_id,
+        content=row.content,
+        type=row.type,
+        metadata=dict(row.metadata or {}),
+        created_at=row.created_at,
+    )
+
+
+async def insert_message(conn: AsyncConnection, message: Message) -> None:
+    await conn.execute(
+        insert(messages).values(
+            id=message.id,
+            channel_id=message.channel_id,
+            agent_id=message.agent_id,
+            user_id=message.user_id,
+            content=message.content,
+            type=message.type,
+            metadata=message.metadata,
+            created_at=message.created_at,
+        )
+    )
+
+
+async def get(conn: AsyncConnection, message_id: str) -> Message | None:
+    row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
+    return _message(row) if row else None
+
+
+async def page(
+    conn: AsyncConnection, channel_id: str, limit: int, before: str | None = None
+) -> list[Message]:
+    """The `limit` newest messages older than `before`, oldest first; ids sort by creation."""
+    query = select(messages).where(messages.c.channel_id == channel_id)
+    if before is not None:
+        query = query.where(messages.c.id < before)
+    rows = await conn.execute(query.order_by(messages.c.id.desc()).limit(limit))
+    return [_message(r) for r in reversed(list(rows))]
+
+
+async def idempotent_message_id(
+    conn: AsyncConnection, user_id: str, key: str, since: datetime
+) -> str | None:
+    row = (
+        await conn.execute(
+            select(idempotency_keys.c.message_id).where(
+                idempotency_keys.c.user_id == user_id,
+                idempotency_keys.c.key == key,
+                idempotency_keys.c.created_at >= since,
+            )
+        )
+    ).first()
+    return row.message_id if row else None
+
+
+async def remember_idempotency_key(
+    conn: AsyncConnection, user_id: str, key: str, message_id: str, now: datetime
+) -> None:
+    """Bind a key to a message, replacing an expired binding of the same key."""
+    await conn.execute(
+        delete(idempotency_keys).where(
+            idempotency_keys.c.user_id == user_id, idempotency_keys.c.key == key
+        )
+    )
+    await conn.execute(
+        insert(idempotency_keys).values(user_id=user_id, key=key, message_id=message_id, created_at=now)
+    )
+
+
+async def forget_idempotency_keys_before(conn: AsyncConnection, cutoff: datetime) -> None:
+    await conn.execute(delete(idempotency_keys).where(idempotency_keys.c.created_at < cutoff))
+
+
+async def save_draft(conn: AsyncConnection, message: Message, now: datetime) -> None:
+    """Create or refresh the checkpoint of a reply in flight, so a crash loses little."""
+    found = await conn.execute(
+        update(reply_drafts)
+        .where(reply_drafts.c.message_id == message.id)
+        .values(content=message.content, metadata=message.metadata, updated_at=now)
+    )
+    if found.rowcount == 0:
+        await conn.execute(
+            insert(reply_drafts).values(
+                message_id=message.id,
+                channel_id=message.channel_id,
+                agent_id=message.agent_id,
+                content=message.content,
+                metadata=message.metadata,
+                started_at=message.created_at,
+                updated_at=now,
+            )
+        )
+
+
+async def delete_draft(conn: AsyncConnection, message_id: str) -> None:
+    await conn.execute(delete(reply_drafts).where(reply_drafts.c.message_id == message_id))
+
+
+async def drafts(conn: AsyncConnection) -> list[Message]:
+    rows = await conn.execute(select(reply_drafts).order_by(reply_drafts.c.message_id))
+    return [
+        Message(
+            id=r.message_id,
+            channel_id=r.channel_id,
+            agent_id=r.agent_id,
+            user_id=None,
+            content=r.content,
+            type="text",
+            metadata=dict(r.metadata or {}),
+            created_at=r.started_at,
+        )
+        for r in rows
+    ]
