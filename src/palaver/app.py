@@ -28,19 +28,6 @@ from palaver.store.db import Database
 log = logging.getLogger(__name__)
 
 
-def _migrate(url: str) -> None:
-    """Runs in a worker thread with its own loop: Alembic reads its scripts with blocking I/O."""
-
-    async def run() -> None:
-        db = Database(url)
-        try:
-            await migrate.upgrade(db)
-        finally:
-            await db.dispose()
-
-    asyncio.run(run())
-
-
 def build_services(config: Config) -> Services:
     db = Database(config.db_url)
     bus = InProcessBus()
@@ -60,7 +47,7 @@ def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await anyio.Path(config.data_dir).mkdir(parents=True, exist_ok=True)
-        await anyio.to_thread.run_sync(_migrate, config.db_url)
+        await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
         await svc.settings.reload()
         await auth.prepare_owner(svc)
         svc.bus.listen(svc.hub.dispatch)

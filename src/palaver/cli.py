@@ -32,6 +32,8 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if os.environ.get("PALAVER_DEBUG_BLOCKING") == "1":
+        _fail_on_blocking_calls()
     uvicorn.run(
         create_app(config),
         host=config.host,
@@ -41,6 +43,13 @@ def _serve(args: argparse.Namespace) -> int:
         ws_ping_interval=None,
     )
     return 0
+
+
+def _fail_on_blocking_calls() -> None:
+    """For the test suite: any blocking call on the event loop raises (and is logged)."""
+    from blockbuster import BlockBuster
+
+    BlockBuster().activate()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,11 +23,17 @@ class Config(BaseSettings):
     ws_queue_size: int = 256
     log_level: str = "info"
 
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        """Resolved once at start, so nothing touches the file system for it on the event loop."""
+        return value.resolve()
+
     @property
     def db_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'palaver.db').resolve()}"
+        return f"sqlite+aiosqlite:///{self.data_dir / 'palaver.db'}"
 
     @property
     def uploads_dir(self) -> Path:

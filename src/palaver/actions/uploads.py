@@ -16,6 +16,8 @@ from palaver.api.multipart import UploadedFile
 from palaver.errors import NotFound
 from palaver.store.tables.base import utcnow
 
+mimetypes.init()  # reads the system's type tables now, not later on the event loop
+
 MAX_NAME = 128
 _UNSAFE = re.compile(r"[^\w.\-]+")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")

@@ -22,7 +22,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_TRY_LATER = 1013
 
 
-@dataclass
+@dataclass(eq=False)
 class Connection:
     """One authenticated socket. `send` writes to the socket; the hub only enqueues."""
 

@@ -1,4 +1,8 @@
-"""Bring the schema up to date at start-up, keeping every row an older version wrote."""
+"""Bring the schema up to date at start-up, keeping every row an older version wrote.
+
+Migrations run on a plain synchronous connection in a worker thread: Alembic reads its
+scripts with blocking I/O, which must stay off the event loop.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,15 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection
-
-from palaver.store.db import Database
+from sqlalchemy import Connection, create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+_SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite", "postgresql+asyncpg": "postgresql+psycopg"}
+
+
+def sync_url(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    return _SYNC_DRIVERS.get(scheme, scheme) + sep + rest
 
 
 def _alembic(connection: Connection) -> AlembicConfig:
@@ -20,13 +28,19 @@ def _alembic(connection: Connection) -> AlembicConfig:
     return cfg
 
 
-async def upgrade(db: Database, revision: str = "head") -> None:
-    async with db.engine.connect() as conn:
-        await conn.run_sync(lambda c: command.upgrade(_alembic(c), revision))
-        await conn.commit()
+def upgrade(url: str, revision: str = "head") -> None:
+    engine = create_engine(sync_url(url))
+    try:
+        with engine.begin() as conn:
+            command.upgrade(_alembic(conn), revision)
+    finally:
+        engine.dispose()
 
 
-async def downgrade(db: Database, revision: str) -> None:
-    async with db.engine.connect() as conn:
-        await conn.run_sync(lambda c: command.downgrade(_alembic(c), revision))
-        await conn.commit()
+def downgrade(url: str, revision: str) -> None:
+    engine = create_engine(sync_url(url))
+    try:
+        with engine.begin() as conn:
+            command.downgrade(_alembic(conn), revision)
+    finally:
+        engine.dispose()

@@ -1,0 +1,54 @@
+"""Real servers for the suite: `palaver serve` in a subprocess on a free loopback port.
+
+Tests talk to it over real HTTP and WebSocket connections. The server runs with blocking-call
+detection on, and every server's log is checked for tracebacks when it stops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import Api, Server
+
+SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server shared by the tests that need no special start-up; its limits are wide."""
+    srv = Server(tmp_path_factory.mktemp("shared"), env=SHARED_ENV)
+    srv.start()
+    owner = srv.login()
+    owner.put(
+        "/api/settings",
+        json={"limits": {"messagesPerMinute": 100_000, "messageBurst": 100_000}},
+    ).raise_for_status()
+    owner.close()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def fresh_server(tmp_path: Path) -> Iterator[Server]:
+    """A server of the test's own, for tests that restart it or depend on its counters."""
+    srv = Server(tmp_path / "srv")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def owner(server: Server) -> Iterator[Api]:
+    api = server.login()
+    yield api
+    api.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")

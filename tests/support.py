@@ -1,0 +1,194 @@
+"""Test helpers: a server process, an HTTP client bound to a session, and a WebSocket client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.sync.client import ClientConnection, connect
+
+OWNER_KEY = "owner-key-for-tests"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def unique(prefix: str = "x") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+class Api(httpx.Client):
+    """An HTTP client for one server, carrying one session cookie."""
+
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url=base_url, timeout=30, **kwargs)
+
+    @property
+    def token(self) -> str:
+        token = self.cookies.get("session")
+        assert token, "this client is not logged in"
+        return token
+
+    def ok(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self.request(method, path, **kwargs)
+        assert response.status_code == 200, (response.status_code, response.text)
+        body: dict[str, Any] = response.json()
+        return body
+
+
+class Server:
+    """`palaver serve` in a subprocess; start, stop (gracefully), kill, and read its log."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.env = dict(env or {})
+        self.owner_key = OWNER_KEY
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+        self.logs: list[str] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "palaver.db"
+
+    def start(self, **env: str) -> None:
+        self.env.update(env)
+        self.port = free_port()
+        full_env = {
+            **os.environ,
+            "OWNER_KEY": self.owner_key,
+            "PALAVER_DEBUG_BLOCKING": "1",
+            "HF_HUB_OFFLINE": "1",
+            **self.env,
+        }
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "palaver",
+                "serve",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                str(self.data_dir),
+            ],
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.read_log()}")
+            try:
+                httpx.get(f"{self.base_url}/api/me", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise RuntimeError(f"server did not start:\n{self.read_log()}")
+
+    def read_log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, check_log: bool = True) -> None:
+        """Stop gracefully (SIGTERM) and fail on any traceback or blocking call it logged."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if check_log:
+            text = self.read_log()
+            for marker in ("Traceback", "BlockingError"):
+                assert marker not in text, f"server logged a {marker}:\n{text[-6000:]}"
+
+    def kill(self) -> None:
+        """Die at once, as a crash would: nothing gets to run its shutdown."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+
+    def client(self, **kwargs: Any) -> Api:
+        return Api(self.base_url, **kwargs)
+
+    def login(self, password: str | None = None, **kwargs: Any) -> Api:
+        api = self.client(**kwargs)
+        response = api.post("/api/login", json={"password": password or self.owner_key})
+        assert response.status_code == 200, response.text
+        return api
+
+
+class Ws:
+    """A WebSocket client with helpers to wait for a given event."""
+
+    def __init__(self, server: Server, token: str | None = None, **kwargs: Any) -> None:
+        self._stack = ExitStack()
+        self.conn: ClientConnection = self._stack.enter_context(
+            connect(server.ws_url, open_timeout=10, **kwargs)
+        )
+        self.seen: list[dict[str, Any]] = []
+        if token is not None:
+            self.send({"type": "auth", "token": token})
+            self.expect("auth_ok")
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.conn.send(json.dumps(message))
+
+    def recv(self, timeout: float = 10) -> dict[str, Any]:
+        event: dict[str, Any] = json.loads(self.conn.recv(timeout=timeout))
+        self.seen.append(event)
+        return event
+
+    def expect(self, kind: str, timeout: float = 10, **fields: Any) -> dict[str, Any]:
+        """The next event of `kind` whose data has `fields`; other events are kept in `seen`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no {kind} {fields} event; saw {self.seen[-10:]}")
+            event = self.recv(left)
+            data = event.get("data", event)
+            if event["type"] == kind and all(data.get(k) == v for k, v in fields.items()):
+                return event
+
+    def subscribe(self, channel_id: str) -> None:
+        self.send({"type": "subscribe", "channelId": channel_id})
+        self.expect("subscribed", channelId=channel_id)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Ws:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
