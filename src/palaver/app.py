@@ -12,18 +12,23 @@ from fastapi import FastAPI
 
 from palaver.actions import auth
 from palaver.actions.settings import SettingsHolder
-from palaver.api import admin, agents, channels, messages, uploads
+from palaver.agents.context import ContextBuilder
+from palaver.agents.dispatch import Dispatcher, recover_interrupted
+from palaver.agents.runner import ReplyRunner
+from palaver.api import admin, agents, channels, messages, replies, uploads
 from palaver.api import auth as auth_api
 from palaver.auth.limiter import MemoryRateLimiter
 from palaver.bus.base import CONTROL, Event
 from palaver.bus.inproc import InProcessBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
+from palaver.llm.registry import ProviderRegistry
 from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.services import Services
 from palaver.store import migrate
 from palaver.store.db import Database
+from palaver.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +36,21 @@ log = logging.getLogger(__name__)
 def build_services(config: Config) -> Services:
     db = Database(config.db_url)
     bus = InProcessBus()
-    return Services(
+    settings = SettingsHolder(db, bus)
+    svc = Services(
         config=config,
         db=db,
         bus=bus,
         hub=Hub(),
         limiter=MemoryRateLimiter(),
-        settings=SettingsHolder(db, bus),
+        settings=settings,
+        providers=ProviderRegistry(lambda: settings.current),
+        tools=ToolRegistry(),
     )
+    runner = ReplyRunner(svc, svc.providers, svc.tools, ContextBuilder(db))
+    svc.dispatcher = Dispatcher(svc, runner)
+    svc.on_user_message.append(svc.dispatcher.on_user_message)
+    return svc
 
 
 def create_app(config: Config) -> FastAPI:
@@ -50,12 +62,17 @@ def create_app(config: Config) -> FastAPI:
         await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
         await svc.settings.reload()
         await auth.prepare_owner(svc)
+        recovered = await recover_interrupted(svc)
+        if recovered:
+            log.info("stored %d replies cut off by the last stop, marked interrupted", recovered)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
         await svc.bus.start()
         try:
             yield
         finally:
+            await svc.dispatcher.shutdown()
+            await svc.providers.aclose()
             await svc.bus.aclose()
             await svc.db.dispose()
 
@@ -76,6 +93,7 @@ def create_app(config: Config) -> FastAPI:
         channels.router,
         admin.router,
         uploads.router,
+        replies.router,
         ws.router,
     ):
         app.include_router(router)
@@ -83,7 +101,11 @@ def create_app(config: Config) -> FastAPI:
 
 
 def _on_control(svc: Services, topic: str, event: Event) -> None:
-    if topic == CONTROL and event.get("type") == "settings_changed":
+    if topic != CONTROL:
+        return
+    if event.get("type") == "cancel_reply":
+        svc.dispatcher.runner.cancel(event["messageId"])
+    elif event.get("type") == "settings_changed":
         task = asyncio.get_running_loop().create_task(svc.settings.reload())
         _background.add(task)
         task.add_done_callback(_background.discard)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from palaver.actions.settings import SettingsHolder
 from palaver.auth.limiter import RateLimiter
 from palaver.bus.base import EventBus
 from palaver.config import Config
 from palaver.domain import Channel, Message
+from palaver.llm.registry import ProviderRegistry
 from palaver.realtime.hub import Hub
 from palaver.store.db import Database
+from palaver.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from palaver.agents.dispatch import Dispatcher
 
 MessageHandler = Callable[[Message, Channel], Awaitable[None]]
 
@@ -24,6 +30,10 @@ class Services:
     hub: Hub
     limiter: RateLimiter
     settings: SettingsHolder
+    providers: ProviderRegistry
+    tools: ToolRegistry
+    dispatcher: Dispatcher = field(init=False)
+    """Set right after construction: it needs the services itself."""
     owner_key_tag: str = ""
     owner_id: str = ""
     on_user_message: list[MessageHandler] = field(default_factory=list)

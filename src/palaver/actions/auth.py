@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
+import anyio
+
 from palaver.auth.secrets import hash_token, new_session_token, owner_key_tag, same_secret
 from palaver.bus.base import CONTROL
 from palaver.domain import User
@@ -38,7 +40,9 @@ async def prepare_owner(svc: Services) -> None:
         if owner is None:
             owner = User(id=new_id("user"), name="Owner", role="owner", created_at=utcnow())
             await users.create(tx.conn, owner, key_hash=None)
-    tag = owner_key_tag(svc.config.owner_key.get_secret_value(), bytes.fromhex(salt_hex))
+    tag = await anyio.to_thread.run_sync(
+        owner_key_tag, svc.config.owner_key.get_secret_value(), bytes.fromhex(salt_hex)
+    )
     async with svc.db.write() as tx:
         await users.delete_owner_sessions_not_tagged(tx.conn, tag)
     svc.owner_key_tag = tag

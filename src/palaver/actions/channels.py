@@ -10,8 +10,8 @@ from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import agents, channels, users
-from palaver.store.tables.base import utcnow
 from palaver.store.db import Tx
+from palaver.store.tables.base import utcnow
 
 
 def can_see(user: User, channel: Channel) -> bool:

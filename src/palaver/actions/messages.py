@@ -46,8 +46,13 @@ def _check(svc: Services, content: str, kind: str, metadata: dict[str, Any] | No
     limit = svc.settings.current.limits.maxMessageChars
     if len(content) > limit:
         raise Invalid(f"The content is longer than {limit} characters.")
-    if metadata is not None and len(json.dumps(metadata)) > MAX_METADATA_BYTES:
+    if metadata is not None and _json_size(metadata) > MAX_METADATA_BYTES:
         raise Invalid("The metadata is larger than 16 KiB.")
+
+
+def _json_size(value: dict[str, Any]) -> int:
+    """Bytes of the compact UTF-8 JSON, so that non-ASCII text is not counted six times over."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 async def post(
@@ -71,19 +76,11 @@ async def post(
         if earlier is not None:
             return earlier, {}
     limits = svc.settings.current.limits
-    decision = await svc.limiter.take(f"msg:{user.id}", limits.messagesPerMinute, limits.messageBurst)
+    decision = await svc.limiter.take(
+        f"msg:{user.id}", limits.messagesPerMinute, limits.messageBurst
+    )
     if not decision.allowed:
         raise RateLimited("You are sending messages too fast; wait a moment.", decision.headers())
-    message = Message(
-        id=new_id("msg"),
-        channel_id=channel_id,
-        agent_id=None,
-        user_id=user.id,
-        content=content,
-        type=kind,
-        metadata=metadata or {},
-        created_at=now,
-    )
     async with svc.db.write() as tx:
         if idempotency_key:
             earlier = await messages.idempotent_message_id(
@@ -91,6 +88,19 @@ async def post(
             )
             if earlier is not None:
                 return earlier, decision.headers()
+        # Id and time are taken inside the (serialized) write, so id order, time order and
+        # commit order agree even for messages created in the same millisecond.
+        message = Message(
+            id=new_id("msg"),
+            channel_id=channel_id,
+            agent_id=None,
+            user_id=user.id,
+            content=content,
+            type=kind,
+            metadata=metadata or {},
+            created_at=utcnow(),
+        )
+        if idempotency_key:
             await messages.remember_idempotency_key(
                 tx.conn, user.id, idempotency_key, message.id, now
             )

@@ -19,6 +19,8 @@ from palaver.store.tables.base import utcnow
 mimetypes.init()  # reads the system's type tables now, not later on the event loop
 
 MAX_NAME = 128
+MAX_NAME_BYTES = 255
+"""What file systems take: 128 characters of some scripts are more than 255 bytes of UTF-8."""
 _UNSAFE = re.compile(r"[^\w.\-]+")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _INLINE = {"application/pdf", "text/plain"}
@@ -34,9 +36,10 @@ def safe_name(client_name: str) -> str:
         stem, ext = name, ""
     ext = ext[:16]
     tag = secrets.token_hex(4)
-    room = MAX_NAME - len(tag) - 1 - (len(ext) + 1 if ext else 0)
-    stem = (stem or "file")[:room]
-    return f"{stem}-{tag}.{ext}" if ext else f"{stem}-{tag}"
+    tail = f"-{tag}.{ext}" if ext else f"-{tag}"
+    stem = (stem or "file")[: MAX_NAME - len(tail)]
+    stem = stem.encode()[: MAX_NAME_BYTES - len(tail.encode())].decode(errors="ignore")
+    return stem + tail
 
 
 async def store(uploads_dir: Path, upload: UploadedFile) -> str:
@@ -57,7 +60,9 @@ def locate(uploads_dir: Path, month: str, name: str) -> Path:
 
 
 def safe_name_shape(name: str) -> str:
-    if not name or name.startswith(".") or "/" in name or ".." in name or len(name) > MAX_NAME:
+    if not name or name.startswith(".") or "/" in name or ".." in name:
+        return ""
+    if len(name) > MAX_NAME or len(name.encode()) > MAX_NAME_BYTES:
         return ""
     return name if _UNSAFE.search(name) is None else ""
 

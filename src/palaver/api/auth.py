@@ -16,10 +16,16 @@ class LoginBody(Body):
 
 
 def _client(request: Request, svc: Services) -> str:
+    """The address login throttling counts against.
+
+    Behind a trusted proxy it is the last `X-Forwarded-For` entry, the one that proxy added:
+    the entries before it come from the client and could be anything.
+    """
     if svc.config.trust_proxy:
         forwarded = request.headers.get("x-forwarded-for", "")
-        if forwarded:
-            return forwarded.split(",")[0].strip()
+        last = forwarded.rsplit(",", 1)[-1].strip()
+        if last:
+            return last
     return request.client.host if request.client else "unknown"
 
 

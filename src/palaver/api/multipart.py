@@ -85,7 +85,9 @@ class _State:
         raw_filename = options.get(b"filename")
         self.part.filename = raw_filename.decode("utf-8", "replace") if raw_filename else None
         self.in_file = (
-            self.part.name == self.file_field and self.part.filename is not None and not self.seen_file
+            self.part.name == self.file_field
+            and self.part.filename is not None
+            and not self.seen_file
         )
         if self.in_file:
             self.seen_file = True

@@ -46,4 +46,3 @@ async def download(month: str, name: str, _: Caller, svc: Svc) -> FileResponse:
         raise NotFound("There is no such upload.") from None
     media_type, headers = uploads.serving_headers(name)
     return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
-

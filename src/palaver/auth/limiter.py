@@ -7,7 +7,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class MemoryRateLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def _bound(self, table: OrderedDict[str, object], key: str) -> None:  # type: ignore[type-arg]
+    def _bound(self, table: OrderedDict[str, Any], key: str) -> None:
         table.move_to_end(key)
         while len(table) > self._max_keys:
             table.popitem(last=False)
@@ -66,7 +66,7 @@ class MemoryRateLimiter:
         if allowed:
             tokens -= 1.0
         self._buckets[key] = (tokens, now)
-        self._bound(self._buckets, key)  # type: ignore[arg-type]
+        self._bound(self._buckets, key)
         return Decision(
             allowed=allowed,
             limit=per_minute,
@@ -87,4 +87,4 @@ class MemoryRateLimiter:
     async def add_failure(self, key: str, window: float) -> None:
         times = self._failures.setdefault(key, deque(maxlen=64))
         times.append(self._clock())
-        self._bound(self._failures, key)  # type: ignore[arg-type]
+        self._bound(self._failures, key)

@@ -33,4 +33,4 @@ def same_secret(given: str, expected: str) -> bool:
 def owner_key_tag(owner_key: str, salt: bytes) -> str:
     """A slow, salted fingerprint of the owner key: tells owner sessions made under an old key
     apart from current ones without storing anything from which the key is cheap to guess."""
-    return hashlib.scrypt(owner_key.encode(), salt=salt, n=2**14, r=8, p=1).hex()
+    return hashlib.scrypt(owner_key.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32).hex()

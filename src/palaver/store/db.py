@@ -33,23 +33,25 @@ class Tx:
         self._after.append(callback)
 
 
-def _sqlite_pragmas(immediate: bool) -> Callable[[Any], None]:
-    def listen(engine: AsyncEngine) -> None:
-        @event.listens_for(engine.sync_engine, "connect")
-        def on_connect(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=10000")
-            cur.close()
+def _configure_sqlite(engine: AsyncEngine, begin: str) -> None:
+    """WAL for concurrent readers; transactions begun by us, so writers can take the lock first."""
 
-        @event.listens_for(engine.sync_engine, "begin")
-        def on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "foreign_keys=ON",
+            "busy_timeout=10000",
+        ):
+            cur.execute(f"PRAGMA {pragma}")
+        cur.close()
 
-    return listen  # type: ignore[return-value]
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(begin)
 
 
 class Database:
@@ -59,8 +61,8 @@ class Database:
         if self.is_sqlite:
             self._writer = create_async_engine(url, pool_size=1, max_overflow=0)
             self._reader = create_async_engine(url, pool_size=8, max_overflow=8)
-            _sqlite_pragmas(True)(self._writer)  # type: ignore[func-returns-value]
-            _sqlite_pragmas(False)(self._reader)  # type: ignore[func-returns-value]
+            _configure_sqlite(self._writer, "BEGIN IMMEDIATE")
+            _configure_sqlite(self._reader, "BEGIN")
         else:
             self._writer = create_async_engine(url, pool_size=10, max_overflow=10)
             self._reader = self._writer

@@ -81,7 +81,9 @@ async def remember_idempotency_key(
         )
     )
     await conn.execute(
-        insert(idempotency_keys).values(user_id=user_id, key=key, message_id=message_id, created_at=now)
+        insert(idempotency_keys).values(
+            user_id=user_id, key=key, message_id=message_id, created_at=now
+        )
     )
 
 
@@ -104,7 +106,7 @@ async def save_draft(conn: AsyncConnection, message: Message, now: datetime) -> 
                 agent_id=message.agent_id,
                 content=message.content,
                 metadata=message.metadata,
-                started_at=message.created_at,
+                started_at=message.created_at or now,
                 updated_at=now,
             )
         )
@@ -129,3 +131,13 @@ async def drafts(conn: AsyncConnection) -> list[Message]:
         )
         for r in rows
     ]
+
+
+async def draft_channel(conn: AsyncConnection, message_id: str) -> str | None:
+    """The channel of a reply still being written, or None if it is not in flight."""
+    row = (
+        await conn.execute(
+            select(reply_drafts.c.channel_id).where(reply_drafts.c.message_id == message_id)
+        )
+    ).first()
+    return row.channel_id if row else None

@@ -48,7 +48,11 @@ async def existing_ids(conn: AsyncConnection, ids: list[str]) -> set[str]:
 async def create(conn: AsyncConnection, user: User, key_hash: str | None) -> None:
     await conn.execute(
         insert(users).values(
-            id=user.id, name=user.name, role=user.role, key_hash=key_hash, created_at=user.created_at
+            id=user.id,
+            name=user.name,
+            role=user.role,
+            key_hash=key_hash,
+            created_at=user.created_at,
         )
     )
 
@@ -115,3 +119,9 @@ async def delete_owner_sessions_not_tagged(conn: AsyncConnection, tag: str) -> N
 
 async def delete_idle_sessions(conn: AsyncConnection, older_than: datetime) -> None:
     await conn.execute(delete(sessions).where(sessions.c.last_used_at < older_than))
+
+
+async def get_many(conn: AsyncConnection, ids: list[str]) -> list[User]:
+    if not ids:
+        return []
+    return [_user(r) for r in await conn.execute(select(users).where(users.c.id.in_(ids)))]

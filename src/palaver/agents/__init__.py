@@ -1,0 +1,1 @@
+"""Agents at work: who is addressed, what they are told, and how a reply runs."""

@@ -1,0 +1,106 @@
+"""Who answers a person's message, and in what order replies run.
+
+Replies in different channels run concurrently; one agent answers one message in a channel
+at a time, in the order the messages arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from palaver.agents.mentions import mentioned
+from palaver.agents.runner import ReplyRequest, ReplyRunner
+from palaver.bus.base import channel_topic
+from palaver.domain import Agent, Channel, Message
+from palaver.services import Services
+from palaver.store import agents as agents_store
+from palaver.store import messages as messages_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Turn:
+    lock: asyncio.Lock
+    waiting: int = 0
+
+
+async def addressed(svc: Services, message: Message, channel: Channel) -> list[Agent]:
+    """In a dm, the channel's agent; in a group, the member agents mentioned, in order."""
+    async with svc.db.read() as conn:
+        members = await agents_store.get_many(conn, channel.agent_ids)
+    if channel.type == "dm":
+        return members[:1]
+    return mentioned(message.content, members)
+
+
+class Dispatcher:
+    def __init__(self, svc: Services, runner: ReplyRunner) -> None:
+        self.svc = svc
+        self.runner = runner
+        self._turns: dict[tuple[str, str], _Turn] = {}
+        self._tasks: set[asyncio.Task[Message | None]] = set()
+        self.on_addressed: Callable[[Message, Channel, list[Agent]], Awaitable[bool]] | None = None
+        """A chain coordinator may take a message that addresses several agents."""
+
+    async def on_user_message(self, message: Message, channel: Channel) -> None:
+        targets = await addressed(self.svc, message, channel)
+        if not targets:
+            return
+        if self.on_addressed is not None and await self.on_addressed(message, channel, targets):
+            return
+        self.spawn(ReplyRequest(agent=targets[0], channel=channel, trigger=message))
+
+    def spawn(self, req: ReplyRequest) -> asyncio.Task[Message | None]:
+        task = asyncio.create_task(self._in_turn(req))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def reply(self, req: ReplyRequest) -> Message:
+        """Run a reply in its agent's turn in the channel and wait for it."""
+        key = (req.channel.id, req.agent.id)
+        turn = self._turns.setdefault(key, _Turn(asyncio.Lock()))
+        turn.waiting += 1
+        try:
+            async with turn.lock:
+                return await self.runner.run(req)
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                self._turns.pop(key, None)
+
+    async def _in_turn(self, req: ReplyRequest) -> Message | None:
+        try:
+            return await self.reply(req)
+        except asyncio.CancelledError:
+            return None
+        except Exception:
+            log.exception("reply of %s in %s failed", req.agent.id, req.channel.id)
+            return None
+
+    async def shutdown(self) -> None:
+        """Stop every reply in flight; each keeps what it had, marked interrupted."""
+        streaming = self.runner.cancel_all("interrupted")
+        for task in self._tasks - streaming:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def recover_interrupted(svc: Services) -> int:
+    """Store the replies a crash cut off, from their last checkpoint, marked interrupted."""
+    async with svc.db.write() as tx:
+        drafts = await messages_store.drafts(tx.conn)
+        for draft in drafts:
+            draft.metadata["interrupted"] = True
+            await messages_store.insert_message(tx.conn, draft)
+            await messages_store.delete_draft(tx.conn, draft.id)
+            tx.on_commit(
+                lambda d=draft: svc.bus.publish(  # type: ignore[misc]
+                    channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}
+                )
+            )
+    return len(drafts)

@@ -1,0 +1,54 @@
+"""Finding the agents a message addresses.
+
+`@Name` matches a member agent's name ignoring case, longest name first, so `@Code Reviewer`
+wins over `@Code`; `@agent_...` matches an id. A mention ends at a non-word character.
+Anything else after `@` is plain text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from palaver.domain import Agent
+
+_WORD = re.compile(r"\w")
+
+
+def mentioned(content: str, members: Sequence[Agent]) -> list[Agent]:
+    """Member agents mentioned in `content`, in the order of their first mention, once each."""
+    by_id = {a.id: a for a in members}
+    names = sorted(members, key=lambda a: -len(a.name))
+    found: list[Agent] = []
+    i = content.find("@")
+    while i != -1:
+        start = i + 1
+        if i > 0 and _WORD.match(content[i - 1]):
+            i = content.find("@", start)
+            continue
+        match = _match_id(content, start, by_id) or _match_name(content, start, names)
+        if match is not None and match not in found:
+            found.append(match)
+        i = content.find("@", start)
+    return found
+
+
+def _ends_word(text: str, end: int) -> bool:
+    return end >= len(text) or _WORD.match(text[end]) is None
+
+
+def _match_id(content: str, start: int, by_id: dict[str, Agent]) -> Agent | None:
+    if not content.startswith("agent_", start):
+        return None
+    end = start
+    while end < len(content) and _WORD.match(content[end]):
+        end += 1
+    return by_id.get(content[start:end])
+
+
+def _match_name(content: str, start: int, agents: list[Agent]) -> Agent | None:
+    for agent in agents:
+        end = start + len(agent.name)
+        if content[start:end].casefold() == agent.name.casefold() and _ends_word(content, end):
+            return agent
+    return None

@@ -1,0 +1,327 @@
+"""One agent reply, from `stream_start` to the stored message (SPEC 1, steps 5 to 11).
+
+The reply streams as coalesced chunks, runs the tool loop, and is written once when it ends.
+Whatever ends it (the model finishing, a provider failure, a cancel, a shutdown) the text that
+arrived is kept, with the reason in its metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from palaver.agents.context import ContextBuilder, estimate_tokens
+from palaver.agents.stream import ChunkStream
+from palaver.bus.base import channel_topic
+from palaver.domain import Agent, Channel, Message
+from palaver.ids import new_id
+from palaver.llm.base import (
+    ChatMessage,
+    GenerationOptions,
+    ModelProvider,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolCallAccumulator,
+    ToolCallDelta,
+    Usage,
+)
+from palaver.llm.registry import ProviderRegistry
+from palaver.services import Services
+from palaver.store import messages as messages_store
+from palaver.store.tables.base import utcnow
+from palaver.tools.base import ToolContext
+from palaver.tools.registry import ToolOutcome, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    agent: Agent
+    channel: Channel
+    trigger: Message
+    notes: Sequence[str] = ()
+    """Extra system text, such as a chain's account of the steps before."""
+    call_path: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Merged into the stored reply's metadata (a chain id, a schedule id)."""
+
+
+@dataclass
+class _Active:
+    task: asyncio.Task[Any] | None
+    reason: str = "interrupted"
+
+
+@dataclass
+class _Tally:
+    prompt: int = 0
+    completion: int = 0
+    reported: bool = False
+
+    def add(self, usage: Usage) -> None:
+        self.prompt += usage.prompt_tokens
+        self.completion += usage.completion_tokens
+        self.reported = True
+
+
+class ReplyRunner:
+    def __init__(
+        self,
+        svc: Services,
+        providers: ProviderRegistry,
+        tools: ToolRegistry,
+        context: ContextBuilder,
+        chunk_interval: float = 0.02,
+        checkpoint_every: float = 2.0,
+    ) -> None:
+        self.svc = svc
+        self.providers = providers
+        self.tools = tools
+        self.context = context
+        self.chunk_interval = chunk_interval
+        self.checkpoint_every = checkpoint_every
+        self._active: dict[str, _Active] = {}
+
+    def is_running(self, message_id: str) -> bool:
+        return message_id in self._active
+
+    def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
+        active = self._active.get(message_id)
+        if active is None or active.task is None:
+            return False
+        active.reason = reason
+        active.task.cancel()
+        return True
+
+    def cancel_all(self, reason: str) -> set[asyncio.Task[Any]]:
+        """Cancel every reply in flight; answers their tasks."""
+        tasks = {a.task for a in self._active.values() if a.task is not None}
+        for message_id in list(self._active):
+            self.cancel(message_id, reason)
+        return tasks
+
+    async def run(self, req: ReplyRequest) -> Message:
+        """Produce and store one reply; answers the stored message, whatever ended it."""
+        reply = Message(
+            id=new_id("msg"),
+            channel_id=req.channel.id,
+            agent_id=req.agent.id,
+            user_id=None,
+            content="",
+            type="text",
+            metadata={"model": req.agent.model, **req.metadata},
+            created_at=utcnow(),
+        )
+        topic = channel_topic(req.channel.id)
+        active = _Active(asyncio.current_task())
+        self._active[reply.id] = active
+        try:
+            async with self.svc.db.write() as tx:
+                await messages_store.save_draft(tx.conn, reply, utcnow())
+            start = {"messageId": reply.id, "channelId": req.channel.id, "agentId": req.agent.id}
+            await self.svc.bus.publish(topic, {"type": "stream_start", "data": start})
+            stream = ChunkStream(
+                send=lambda text, seq: self.svc.bus.publish(
+                    topic,
+                    {
+                        "type": "stream_chunk",
+                        "data": {"messageId": reply.id, "content": text, "seq": seq},
+                    },
+                ),
+                checkpoint=lambda text: self._checkpoint(reply, text),
+                interval=self.chunk_interval,
+                checkpoint_every=self.checkpoint_every,
+            )
+            tally = _Tally()
+            ending: dict[str, Any] = {}
+            try:
+                await self._converse(req, reply, stream, tally)
+            except ProviderError as exc:
+                ending["error"] = str(exc)
+            except Exception:
+                log.exception("reply %s failed", reply.id)
+                ending["error"] = "The reply failed because of an internal error."
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                ending[active.reason] = True
+            await stream.close()
+            return await self._finish(req, reply, stream.text, tally, ending)
+        finally:
+            self._active.pop(reply.id, None)
+
+    async def _converse(
+        self, req: ReplyRequest, reply: Message, stream: ChunkStream, tally: _Tally
+    ) -> None:
+        provider, model = self.providers.resolve(req.agent.model)
+        limits = self.svc.settings.current.agents
+        specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
+        conversation = await self.context.build(
+            req.agent,
+            req.channel,
+            req.trigger,
+            specs,
+            self.providers.context_window(req.agent.model),
+            limits.replyTokens,
+            req.notes,
+        )
+        options = GenerationOptions(max_tokens=limits.replyTokens)
+        for round_no in range(limits.toolRounds + 1):
+            offered = specs if round_no < limits.toolRounds else []
+            text, calls = await self._one_call(
+                provider, model, conversation, offered, options, stream, tally
+            )
+            if not calls or not offered:
+                break
+            conversation.append(ChatMessage("assistant", text, tool_calls=tuple(calls)))
+            outcomes = await self._run_tools(req, reply, calls)
+            conversation.extend(
+                ChatMessage("tool", o.result, tool_call_id=c.id, name=c.name)
+                for c, o in zip(calls, outcomes, strict=True)
+            )
+        if not tally.reported:
+            tally.prompt = sum(estimate_tokens(m.content) for m in conversation)
+            tally.completion = estimate_tokens(stream.text)
+
+    async def _one_call(
+        self,
+        provider: ModelProvider,
+        model: str,
+        conversation: list[ChatMessage],
+        specs: Sequence[Any],
+        options: GenerationOptions,
+        stream: ChunkStream,
+        tally: _Tally,
+    ) -> tuple[str, list[ToolCall]]:
+        calls = ToolCallAccumulator()
+        text: list[str] = []
+        async for delta in provider.stream(model, conversation, specs, options):
+            if isinstance(delta, TextDelta):
+                text.append(delta.text)
+                await stream.add(delta.text)
+            elif isinstance(delta, ToolCallDelta):
+                calls.add(delta)
+            elif isinstance(delta, Usage):
+                tally.add(delta)
+        return "".join(text), calls.calls()
+
+    async def _run_tools(
+        self, req: ReplyRequest, reply: Message, calls: list[ToolCall]
+    ) -> list[ToolOutcome]:
+        topic = channel_topic(req.channel.id)
+        parsed = [_arguments(c.arguments) for c in calls]
+        for call, args in zip(calls, parsed, strict=True):
+            await self.svc.bus.publish(
+                topic, _tool_call_event(reply.id, call.name, args, "calling")
+            )
+        ctx = ToolContext(
+            agent_id=req.agent.id,
+            agent_name=req.agent.name,
+            channel_id=req.channel.id,
+            user_id=req.trigger.user_id,
+            message_id=reply.id,
+            call_path=(*req.call_path, req.agent.id),
+        )
+        timeout = self.svc.settings.current.agents.toolTimeoutSeconds
+        outcomes = await asyncio.gather(
+            *(self.tools.call(ctx, req.agent.tools, c.name, c.arguments, timeout) for c in calls)
+        )
+        records: list[Message] = []
+        for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
+            status = "completed" if outcome.ok else "error"
+            await self.svc.bus.publish(topic, _tool_call_event(reply.id, call.name, args, status))
+            result = {"messageId": reply.id, "toolName": call.name, "result": outcome.result}
+            await self.svc.bus.publish(topic, {"type": "tool_result", "data": result})
+            records.extend(_tool_records(req, reply.id, call, args, outcome))
+        await self._store_tool_records(topic, records)
+        return outcomes
+
+    async def _store_tool_records(self, topic: str, records: list[Message]) -> None:
+        async with self.svc.db.write() as tx:
+            for record in records:
+                await messages_store.insert_message(tx.conn, record)
+            for record in records:
+                tx.on_commit(_publisher(self.svc, topic, record))
+
+    async def _checkpoint(self, reply: Message, text: str) -> None:
+        async with self.svc.db.write() as tx:
+            await messages_store.save_draft(tx.conn, replace(reply, content=text), utcnow())
+
+    async def _finish(
+        self, req: ReplyRequest, reply: Message, text: str, tally: _Tally, ending: dict[str, Any]
+    ) -> Message:
+        usage = {
+            "promptTokens": tally.prompt,
+            "completionTokens": tally.completion,
+            "estimated": not tally.reported,
+        }
+        stored = replace(reply, content=text, metadata={**reply.metadata, "usage": usage, **ending})
+        topic = channel_topic(req.channel.id)
+        end: dict[str, Any] = {"messageId": reply.id}
+        if "error" in ending:
+            end["error"] = ending["error"]
+        for flag in ("cancelled", "interrupted"):
+            if ending.get(flag):
+                end[flag] = True
+        async with self.svc.db.write() as tx:
+            await messages_store.insert_message(tx.conn, stored)
+            await messages_store.delete_draft(tx.conn, reply.id)
+            tx.on_commit(lambda: self.svc.bus.publish(topic, {"type": "stream_end", "data": end}))
+            tx.on_commit(_publisher(self.svc, topic, stored))
+        if "error" in ending:
+            log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, ending["error"])
+        return stored
+
+
+def _publisher(svc: Services, topic: str, message: Message) -> Any:
+    return lambda: svc.bus.publish(topic, {"type": "message", "data": message.as_json()})
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_raw": raw}
+
+
+def _tool_call_event(reply_id: str, name: str, args: dict[str, Any], status: str) -> dict[str, Any]:
+    data = {"messageId": reply_id, "toolName": name, "arguments": args, "status": status}
+    return {"type": "tool_call", "data": data}
+
+
+def _tool_records(
+    req: ReplyRequest, reply_id: str, call: ToolCall, args: dict[str, Any], outcome: ToolOutcome
+) -> list[Message]:
+    status = "completed" if outcome.ok else "error"
+    common = {"replyId": reply_id, "callId": call.id, "toolName": call.name, "status": status}
+    now = utcnow()
+    return [
+        Message(
+            id=new_id("msg"),
+            channel_id=req.channel.id,
+            agent_id=req.agent.id,
+            user_id=None,
+            content=f"{call.name}({json.dumps(args, ensure_ascii=False)})",
+            type="tool_call",
+            metadata={**common, "arguments": args},
+            created_at=now,
+        ),
+        Message(
+            id=new_id("msg"),
+            channel_id=req.channel.id,
+            agent_id=req.agent.id,
+            user_id=None,
+            content=outcome.result,
+            type="tool_result",
+            metadata=common,
+            created_at=now,
+        ),
+    ]

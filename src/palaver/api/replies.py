@@ -1,0 +1,29 @@
+"""Models agents can use, and stopping a reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from palaver.actions import replies
+from palaver.api.deps import Caller, Svc, errors
+
+router = APIRouter(prefix="/api", tags=["agents"])
+
+
+@router.post("/messages/{message_id}/cancel", responses=errors(404, 409))
+async def cancel_reply(message_id: str, caller: Caller, svc: Svc) -> dict[str, bool]:
+    await replies.cancel(svc, caller.user, message_id)
+    return {"ok": True}
+
+
+@router.get("/models", responses=errors())
+async def list_models(_: Caller, svc: Svc) -> dict[str, Any]:
+    models, failures = await svc.providers.list_models()
+    return {
+        "models": [
+            {"id": m.id, "provider": m.provider, "name": m.name, "label": m.label} for m in models
+        ],
+        "errors": failures,
+    }
