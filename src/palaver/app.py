@@ -15,7 +15,7 @@ from palaver.actions.settings import SettingsHolder
 from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher, recover_interrupted
 from palaver.agents.runner import ReplyRunner
-from palaver.api import admin, agents, channels, messages, replies, uploads
+from palaver.api import admin, agents, channels, messages, replies, tools, uploads
 from palaver.api import auth as auth_api
 from palaver.auth.limiter import MemoryRateLimiter
 from palaver.bus.base import CONTROL, Event
@@ -28,7 +28,9 @@ from palaver.realtime.hub import Hub
 from palaver.services import Services
 from palaver.store import migrate
 from palaver.store.db import Database
+from palaver.tools.mcp import McpBridge
 from palaver.tools.registry import ToolRegistry
+from palaver.tools.web_search import WebSearchTool
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +47,9 @@ def build_services(config: Config) -> Services:
         limiter=MemoryRateLimiter(),
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
-        tools=ToolRegistry(),
+        tools=ToolRegistry(McpBridge(lambda: settings.current.mcpServers)),
     )
+    svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
     runner = ReplyRunner(svc, svc.providers, svc.tools, ContextBuilder(db))
     svc.dispatcher = Dispatcher(svc, runner)
     svc.on_user_message.append(svc.dispatcher.on_user_message)
@@ -73,6 +76,7 @@ def create_app(config: Config) -> FastAPI:
         finally:
             await svc.dispatcher.shutdown()
             await svc.providers.aclose()
+            await svc.tools.aclose()
             await svc.bus.aclose()
             await svc.db.dispose()
 
@@ -94,6 +98,7 @@ def create_app(config: Config) -> FastAPI:
         admin.router,
         uploads.router,
         replies.router,
+        tools.router,
         ws.router,
     ):
         app.include_router(router)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,6 +39,8 @@ from palaver.tools.base import ToolContext
 from palaver.tools.registry import ToolOutcome, ToolRegistry
 
 log = logging.getLogger(__name__)
+
+_WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,10 @@ class ReplyRunner:
     ) -> None:
         provider, model = self.providers.resolve(req.agent.model)
         limits = self.svc.settings.current.agents
-        specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
+        real_specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
+        aliases = _wire_names([spec.name for spec in real_specs])
+        specs = [replace(spec, name=aliases[spec.name]) for spec in real_specs]
+        real_names = {alias: real for real, alias in aliases.items()}
         conversation = await self.context.build(
             req.agent,
             req.channel,
@@ -178,13 +184,15 @@ class ReplyRunner:
             text, calls = await self._one_call(
                 provider, model, conversation, offered, options, stream, tally
             )
+            calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
             if not calls or not offered:
                 break
-            conversation.append(ChatMessage("assistant", text, tool_calls=tuple(calls)))
             outcomes = await self._run_tools(req, reply, calls)
+            wire_calls = tuple(replace(c, name=aliases.get(c.name, c.name)) for c in calls)
+            conversation.append(ChatMessage("assistant", text, tool_calls=wire_calls))
             conversation.extend(
                 ChatMessage("tool", o.result, tool_call_id=c.id, name=c.name)
-                for c, o in zip(calls, outcomes, strict=True)
+                for c, o in zip(wire_calls, outcomes, strict=True)
             )
         if not tally.reported:
             tally.prompt = sum(estimate_tokens(m.content) for m in conversation)
@@ -278,6 +286,22 @@ class ReplyRunner:
         if "error" in ending:
             log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, ending["error"])
         return stored
+
+
+def _wire_names(names: list[str]) -> dict[str, str]:
+    """Names model APIs accept (letters, digits, `_`, `-`, at most 64): `mcp:fs:read` is
+    sent as `mcp__fs__read`, and the answer's calls are mapped back."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        alias = _WIRE_UNSAFE.sub("_", name.replace(":", "__"))[:64]
+        base, n = alias, 1
+        while alias in taken:
+            n += 1
+            alias = f"{base[: 64 - len(str(n)) - 1]}_{n}"
+        taken.add(alias)
+        out[name] = alias
+    return out
 
 
 def _publisher(svc: Services, topic: str, message: Message) -> Any:

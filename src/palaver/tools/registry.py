@@ -30,6 +30,8 @@ class BridgedTools(Protocol):
 
     def status(self) -> dict[str, dict[str, Any]]: ...
 
+    async def aclose(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class ToolOutcome:
@@ -67,6 +69,15 @@ class ToolRegistry:
         if self._bridged is None:
             return tools, {}
         return tools + await self._bridged.list_tools(), self._bridged.status()
+
+    async def aclose(self) -> None:
+        """Release what tools hold (HTTP clients, MCP server processes)."""
+        for tool in self._builtin.values():
+            close = getattr(tool, "aclose", None)
+            if close is not None:
+                await close()
+        if self._bridged is not None:
+            await self._bridged.aclose()
 
     async def call(
         self,

@@ -1,0 +1,29 @@
+"""The tools an agent can be given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from palaver.api.deps import Caller, Svc, errors
+
+router = APIRouter(prefix="/api", tags=["agents"])
+
+
+@router.get("/tools", responses=errors())
+async def list_tools(_: Caller, svc: Svc) -> dict[str, Any]:
+    """Built-in and MCP-bridged tools with their schemas, and the state of each MCP server."""
+    tools, servers = await svc.tools.catalogue()
+    return {
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "source": "mcp" if t.name.startswith("mcp:") else "builtin",
+            }
+            for t in tools
+        ],
+        "mcpServers": servers,
+    }
