@@ -32,7 +32,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .script import HttpError, StreamReply, Text, ToolCalls, estimate_tokens
-from .server import FakeModelServer, Handler, RecordedRequest, SseEvent, spaced, sse
+from .server import FakeModelServer, RecordedRequest
+from .transport import Handler
+from .wire import SseEvent, spaced, sse
 
 _ERROR_TYPES = {
     401: ("invalid_request_error", "invalid_api_key"),

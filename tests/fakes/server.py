@@ -1,26 +1,33 @@
-"""The machinery shared by the fake model servers: a loopback HTTP server in a thread that
-records every request, serves scripted replies, and writes server-sent events byte by byte.
+"""What every fake model server shares: scripted replies, records, and the stream loop.
 
-A vendor fake subclasses `FakeModelServer`, routes requests in `route()`, and renders the
-scripts of `fakes.script` into its own event bytes through `Renderer`.
+Every fake (`FakeOpenAI`, `FakeAnthropic`) offers:
+- life cycle: `with Fake() as fake:` or `start()` / `close()`; `url` (the root) and
+  `base_url` (what the vendor's SDK wants);
+- scripting: `enqueue(*replies)`, `default` (answered when the queue is empty),
+  `responder(request) -> Reply | None` (picks per request, before the queue; for many
+  concurrent replies), `api_key` (refuse other keys with 401), `release()` (end every hang,
+  stall and pause now), `reset()`;
+- records: `requests` and `model_requests` (`RecordedRequest`: method, path, query,
+  lower-cased headers, parsed JSON body, receive time), `events` and `events_for(request)`
+  (`WrittenEvent`: the exact bytes, the text it carries, its write time), and
+  `wait_for_requests(n)` for threads that must wait for the model to be asked.
 
-Timestamps are `time.monotonic()`, which on Linux is one clock for every process of the
-machine, so a benchmark may compare them with readings taken in another process.
+Times are `time.monotonic()`, which on Linux is one clock for every process of the machine,
+so a benchmark may compare them with readings taken in another process. A vendor fake
+subclasses `FakeModelServer`, routes requests in `route()`, and renders the scripts of
+`fakes.script` into its own bytes through a `Renderer`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from .script import (
@@ -35,6 +42,8 @@ from .script import (
     StreamReply,
     Text,
 )
+from .transport import Aborted, Handler, LoopbackServer
+from .wire import Renderer, SseEvent
 
 
 @dataclass(frozen=True)
@@ -66,131 +75,7 @@ class WrittenEvent:
     """`time.monotonic()` just after the event's bytes were handed to the socket."""
 
 
-@dataclass(frozen=True)
-class SseEvent:
-    data: bytes
-    """One whole event, blank line included."""
-    content: str | None = None
-    pause: float = 0.0
-    """Seconds to wait before writing it."""
-
-
-class Renderer(Protocol):
-    """How a vendor writes one reply; `body` is the request that asked for it."""
-
-    def stream(self, reply: StreamReply, body: Any) -> list[SseEvent]: ...
-
-    def whole(self, reply: StreamReply, body: Any) -> Any:
-        """The JSON of a non-streaming answer."""
-        ...
-
-    def malformed_event(self) -> bytes: ...
-
-    def error_event(self, message: str) -> bytes: ...
-
-
 Responder = Callable[[RecordedRequest], Reply | None]
-
-
-class _Aborted(Exception):
-    """The connection was dropped on purpose, by the client, or because the fake is closing."""
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request log lines."""
-
-    def do_GET(self) -> None:
-        self.server.fake._handle(self)
-
-    do_POST = do_GET
-    do_DELETE = do_GET
-
-    def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        self.send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
-
-    def send_bytes(
-        self,
-        status: int,
-        data: bytes,
-        content_type: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(data)
-
-    def start_events(self, headers: dict[str, str] | None = None) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-
-    def write_chunk(self, data: bytes) -> None:
-        """One HTTP chunk in one `send`, so that each event leaves at once and alone."""
-        self._write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def end_events(self) -> None:
-        self._write(b"0\r\n\r\n")
-
-    def abort(self) -> None:
-        """Drop the connection mid-answer, as a crashing server or a broken network would."""
-        self.close_connection = True
-        raise _Aborted
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-        except OSError as exc:
-            self.close_connection = True
-            raise _Aborted from exc
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 1024
-    """socketserver's default backlog of 5 resets connections when many replies start at once."""
-
-    def __init__(self, fake: FakeModelServer, host: str) -> None:
-        self.fake = fake
-        self.live: dict[threading.Thread, socket.socket] = {}
-        self.live_lock = threading.Lock()
-        super().__init__((host, 0), Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(
-            target=self._serve_connection, args=(request, client_address), daemon=True
-        )
-        with self.live_lock:
-            self.live[thread] = request
-        thread.start()
-
-    def _serve_connection(self, request: Any, client_address: Any) -> None:
-        try:
-            self.process_request_thread(request, client_address)
-        finally:
-            with self.live_lock:
-                self.live.pop(threading.current_thread(), None)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Connections that the client or the fake dropped are expected, not errors."""
-        if not self.fake.closing:
-            super().handle_error(request, client_address)
 
 
 @dataclass
@@ -219,10 +104,9 @@ class FakeModelServer:
         """Picks the reply from the request; when it answers None the queue is used."""
         self.api_key = api_key
         """When set, requests without this key are refused with 401, as the vendor would."""
-        self.closing = False
+        self._closing = False
         self._host = host
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self._state = _State()
         self._changed = threading.Condition()
         self._gate = threading.Event()
@@ -230,30 +114,17 @@ class FakeModelServer:
     # Life cycle.
 
     def start(self) -> Self:
-        self._server = _Server(self, self._host)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._closing = False
+        self._server = LoopbackServer(self._handle, self._host)
         return self
 
     def close(self) -> None:
         server, self._server = self._server, None
         if server is None:
             return
-        self.closing = True
+        self._closing = True
         self.release()
-        server.shutdown()
-        with server.live_lock:
-            live = dict(server.live)
-        for sock in live.values():
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        for thread in live:
-            thread.join(timeout=5)
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        server.close()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -271,8 +142,7 @@ class FakeModelServer:
         """The server's root, e.g. http://127.0.0.1:41234."""
         if self._server is None:
             raise RuntimeError("the fake is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
 
     # Scripting.
 
@@ -350,18 +220,15 @@ class FakeModelServer:
         with self._changed:
             gate = self._gate
         gate.wait(seconds)
-        if self.closing:
-            raise _Aborted
+        if self._closing:
+            raise Aborted
 
     def _handle(self, handler: Handler) -> None:
         request = self._record(handler)
-        try:
-            if self.api_key is not None and not self.authorized(request):
-                self.send_error_reply(handler, HttpError(401, "Invalid API key."))
-            else:
-                self.route(handler, request)
-        except _Aborted:
-            handler.close_connection = True
+        if self.api_key is not None and not self.authorized(request):
+            self.send_error_reply(handler, HttpError(401, "Invalid API key."))
+        else:
+            self.route(handler, request)
 
     def _record(self, handler: Handler) -> RecordedRequest:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -471,21 +338,3 @@ class FakeModelServer:
         written = WrittenEvent(request.index, seq, event.data, event.content, time.monotonic())
         with self._changed:
             self._state.events.append(written)
-
-
-def sse(data: Any, event: str | None = None) -> bytes:
-    """One event in the compact JSON the vendors send."""
-    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
-
-
-def spaced(events: Sequence[SseEvent], delay: float) -> Iterator[SseEvent]:
-    """Put `delay` before every content event but the first."""
-    first = True
-    for event in events:
-        if event.content is not None and not first:
-            yield SseEvent(event.data, event.content, delay)
-        else:
-            yield event
-        first = first and event.content is None

@@ -112,10 +112,11 @@ class AnthropicProvider:
         return "".join([d.text async for d in deltas if isinstance(d, TextDelta)])
 
     async def list_models(self) -> list[ModelInfo]:
+        limit = min(self._timeout, LISTING_TIMEOUT)
         try:
-            found = [m async for m in self._client.models.list(limit=100, timeout=LISTING_TIMEOUT)]
+            found = [m async for m in self._client.models.list(limit=100, timeout=limit)]
         except anthropic.APIError as exc:
-            raise self._failure(exc, LISTING_TIMEOUT, started=False) from exc
+            raise self._failure(exc, limit, started=False) from exc
         except ValueError as exc:
             message = f"The model provider '{self.id}' sent a malformed model list."
             raise ProviderError(message) from exc
@@ -169,7 +170,10 @@ def _endpoint(provider_id: str, base_url: str) -> str:
 
 
 def _readable(message: str | None, fallback: str) -> str:
-    text = " ".join((message if message and "<" not in message else fallback).split())
+    """The vendor's own message if it sent a readable one, cut to a sane length."""
+    if not message or not message.strip() or message.lstrip().startswith("<"):
+        message = fallback
+    text = " ".join(message.split())
     return text if len(text) <= 300 else text[:299] + "…"
 
 

@@ -62,7 +62,8 @@ Delta = TextDelta | ToolCallDelta | Usage
 class GenerationOptions:
     max_tokens: int = 1024
     temperature: float | None = None
-    timeout: float = 120.0
+    timeout: float = 3600.0
+    """A cap on top of the provider's own `timeoutSeconds`, for calls that must be quick."""
 
 
 @dataclass(frozen=True)

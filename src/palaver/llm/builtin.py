@@ -16,6 +16,7 @@ from palaver.llm.base import (
     Delta,
     GenerationOptions,
     ModelInfo,
+    ProviderError,
     TextDelta,
     ToolSpec,
     Usage,
@@ -47,7 +48,7 @@ class BuiltinProvider:
         tools: Sequence[ToolSpec] = (),
         options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> AsyncGenerator[Delta, None]:
-        reply = echo_reply(messages)
+        reply = self._reply(model, messages)
         for i, piece in enumerate(_SLICES.findall(reply)):
             if i and self._delay:
                 await asyncio.sleep(self._delay)
@@ -61,13 +62,18 @@ class BuiltinProvider:
         messages: Sequence[ChatMessage],
         options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> str:
-        return echo_reply(messages)
+        return self._reply(model, messages)
 
     async def list_models(self) -> list[ModelInfo]:
         return [ModelInfo(f"{self.id}/{ECHO}", self.id, ECHO, ECHO_LABEL)]
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+    def _reply(self, model: str, messages: Sequence[ChatMessage]) -> str:
+        if model != ECHO:
+            raise ProviderError(f"The model provider '{self.id}' has only the model '{ECHO}'.")
+        return echo_reply(messages)
 
 
 def echo_reply(messages: Sequence[ChatMessage]) -> str:

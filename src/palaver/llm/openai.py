@@ -16,7 +16,6 @@ import httpcore2  # noqa: F401
 import openai
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
-    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
     ChatCompletionToolMessageParam,
@@ -68,7 +67,7 @@ class OpenAIProvider:
     ) -> AsyncGenerator[Delta, None]:
         limit = min(self._timeout, options.timeout)
         try:
-            chunks = await self._client.chat.completions.create(
+            raw = await self._client.chat.completions.with_raw_response.create(
                 model=model,
                 messages=[_wire_message(m) for m in messages],
                 tools=[_wire_tool(t) for t in tools] if tools else openai.omit,
@@ -82,6 +81,8 @@ class OpenAIProvider:
             )
         except openai.APIError as exc:
             raise self._failure(exc, limit, started=False) from exc
+        # Plain dicts: building the SDK's typed chunks costs more than the rest of the path.
+        chunks = raw.parse(to=openai.AsyncStream[object])
         reader = _ChunkReader()
         try:
             async for chunk in chunks:
@@ -104,18 +105,15 @@ class OpenAIProvider:
         messages: Sequence[ChatMessage],
         options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> str:
-        parts = [
-            d.text
-            async for d in self.stream(model, messages, (), options)
-            if isinstance(d, TextDelta)
-        ]
-        return "".join(parts)
+        deltas = self.stream(model, messages, (), options)
+        return "".join([d.text async for d in deltas if isinstance(d, TextDelta)])
 
     async def list_models(self) -> list[ModelInfo]:
+        limit = min(self._timeout, LISTING_TIMEOUT)
         try:
-            names = sorted({m.id async for m in self._client.models.list(timeout=LISTING_TIMEOUT)})
+            names = sorted({m.id async for m in self._client.models.list(timeout=limit)})
         except openai.APIError as exc:
-            raise self._failure(exc, LISTING_TIMEOUT, started=False) from exc
+            raise self._failure(exc, limit, started=False) from exc
         except ValueError as exc:
             raise ProviderError(
                 f"The model provider '{self.id}' sent a malformed model list."
@@ -148,7 +146,7 @@ class OpenAIProvider:
 def _detail(body: object, fallback: str) -> str:
     """The vendor's own message if it sent a readable one, cut to a sane length."""
     message: object = body.get("message") if isinstance(body, dict) else body
-    if not isinstance(message, str) or not message.strip() or "<" in message:
+    if not isinstance(message, str) or not message.strip() or message.lstrip().startswith("<"):
         message = fallback
     text = " ".join(str(message).split())
     return text if len(text) <= 300 else text[:299] + "…"
@@ -218,24 +216,30 @@ class _ChunkReader:
     _ids: dict[int, str] = field(default_factory=dict)
     _opened: int = 0
 
-    def read(self, chunk: ChatCompletionChunk) -> list[Delta]:
-        if chunk.usage is not None:
-            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+    def read(self, chunk: object) -> list[Delta]:
+        """Raises ValueError, AttributeError or TypeError for a chunk of the wrong shape."""
+        if not isinstance(chunk, dict):
+            raise ValueError("a chunk is not an object")
+        usage = chunk.get("usage")
+        if usage:
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            self.usage = Usage(int(prompt or 0), int(completion or 0))
         out: list[Delta] = []
-        for choice in chunk.choices[:1]:
-            if choice.finish_reason is not None:
+        for choice in (chunk.get("choices") or [])[:1]:
+            if choice.get("finish_reason") is not None:
                 self.finished = True
-            delta = choice.delta
-            if delta.content:
-                out.append(TextDelta(delta.content))
-            for position, call in enumerate(delta.tool_calls or ()):
-                function = call.function
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                out.append(TextDelta(str(content)))
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                function = call.get("function") or {}
                 out.append(
                     ToolCallDelta(
-                        index=self._slot(getattr(call, "index", None), position, call.id),
-                        id=call.id,
-                        name=function.name if function else None,
-                        arguments=(function.arguments or "") if function else "",
+                        index=self._slot(call.get("index"), position, call.get("id")),
+                        id=call.get("id"),
+                        name=function.get("name"),
+                        arguments=function.get("arguments") or "",
                     )
                 )
         return out
