@@ -32,6 +32,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
+@pytest.fixture(scope="session")
+def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with every default: no proxy trusted, default limits. Tests share it, so
+    whatever depends on per-user counters uses a guest of its own."""
+    srv = Server(tmp_path_factory.mktemp("plain"))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture
 def fresh_server(tmp_path: Path) -> Iterator[Server]:
     """A server of the test's own, for tests that restart it or depend on its counters."""

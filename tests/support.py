@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
-from contextlib import ExitStack
+from collections.abc import Callable
+from contextlib import ExitStack, closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 OWNER_KEY = "owner-key-for-tests"
@@ -41,6 +46,13 @@ class Api(httpx.Client):
         token = self.cookies.get("session")
         assert token, "this client is not logged in"
         return token
+
+    def __enter__(self) -> Api:
+        """Usable in `with` even after a first request (login) has opened it."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def ok(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.request(method, path, **kwargs)
@@ -184,6 +196,18 @@ class Ws:
         self.send({"type": "subscribe", "channelId": channel_id})
         self.expect("subscribed", channelId=channel_id)
 
+    def expect_close(self, timeout: float = 10) -> int:
+        """Read until the server closes the connection; answer the close code it sent."""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"the connection stayed open; saw {self.seen[-10:]}")
+                self.recv(left)
+        except ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd is not None else 1006
+
     def close(self) -> None:
         self._stack.close()
 
@@ -192,3 +216,111 @@ class Ws:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10, what: str = "it") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.02)
+
+
+def new_agent(owner: Api, **fields: Any) -> dict[str, Any]:
+    agent: dict[str, Any] = owner.ok(
+        "POST", "/api/agents", json={"name": unique("agent-"), **fields}
+    )["agent"]
+    return agent
+
+
+def new_channel(
+    owner: Api,
+    agent_ids: list[str] | None = None,
+    member_ids: list[str] | None = None,
+    kind: str = "group",
+) -> dict[str, Any]:
+    body = {
+        "name": unique("channel-"),
+        "type": kind,
+        "agentIds": agent_ids or [],
+        "memberIds": member_ids or [],
+    }
+    channel: dict[str, Any] = owner.ok("POST", "/api/channels", json=body)["channel"]
+    return channel
+
+
+class Guest:
+    """A guest the owner invited, logged in with its own key."""
+
+    def __init__(self, server: Server, owner: Api, name: str | None = None) -> None:
+        body = owner.ok("POST", "/api/guests", json={"name": name or unique("guest-")})
+        self.user: dict[str, Any] = body["user"]
+        self.id: str = body["user"]["id"]
+        self.key: str = body["key"]
+        self.api = server.login(self.key)
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> Guest:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def post(api: Api, channel_id: str, content: str = "hello", **fields: Any) -> str:
+    body = api.ok(
+        "POST", "/api/messages", json={"channelId": channel_id, "content": content, **fields}
+    )
+    assert body["ok"] is True
+    message_id: str = body["id"]
+    return message_id
+
+
+def history(api: Api, channel_id: str, **params: Any) -> list[dict[str, Any]]:
+    body = api.ok("GET", "/api/messages", params={"channelId": channel_id, **params})
+    messages: list[dict[str, Any]] = body["messages"]
+    return messages
+
+
+def token_hash(token: str) -> str:
+    """How the service files a session token (tests must agree, not import it)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def sql(server: Server, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run one statement on the server's SQLite file, as an operator with a shell could."""
+    with closing(sqlite3.connect(server.db_path, timeout=10)) as db, db:
+        return db.execute(statement, params).fetchall()
+
+
+def age_session(server: Server, token: str, days: float) -> None:
+    """Pretend the session was last used `days` ago."""
+    when = datetime.now(UTC) - timedelta(days=days)
+    sql(
+        server,
+        "UPDATE sessions SET last_used_at = ? WHERE token_hash = ?",
+        when.strftime("%Y-%m-%d %H:%M:%S.%f"),
+        token_hash(token),
+    )
+
+
+def expired_login(server: Server) -> Api:
+    """A client whose owner session has gone unused for longer than the idle limit."""
+    api = server.login()
+    age_session(server, api.token, days=31)
+    return api
+
+
+def revoked_login(server: Server) -> Api:
+    """A client still carrying the cookie of a session that logged out."""
+    api = server.login()
+    token = api.token
+    api.ok("POST", "/api/logout")
+    api.cookies.set("session", token)
+    return api
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()

@@ -12,10 +12,23 @@ from fastapi import FastAPI
 
 from palaver.actions import auth
 from palaver.actions.settings import SettingsHolder
+from palaver.agents.call_agent import CallAgentTool
+from palaver.agents.chains import ChainCoordinator
 from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher, recover_interrupted
 from palaver.agents.runner import ReplyRunner
-from palaver.api import admin, agents, channels, messages, replies, tools, uploads
+from palaver.agents.scheduler import Scheduler, reply_to_schedules
+from palaver.api import (
+    admin,
+    agents,
+    chains,
+    channels,
+    messages,
+    replies,
+    schedules,
+    tools,
+    uploads,
+)
 from palaver.api import auth as auth_api
 from palaver.auth.limiter import MemoryRateLimiter
 from palaver.bus.base import CONTROL, Event
@@ -30,6 +43,7 @@ from palaver.store import migrate
 from palaver.store.db import Database
 from palaver.tools.mcp import McpBridge
 from palaver.tools.registry import ToolRegistry
+from palaver.tools.schedule import ManageScheduleTool
 from palaver.tools.web_search import WebSearchTool
 
 log = logging.getLogger(__name__)
@@ -52,7 +66,12 @@ def build_services(config: Config) -> Services:
     svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
     runner = ReplyRunner(svc, svc.providers, svc.tools, ContextBuilder(db))
     svc.dispatcher = Dispatcher(svc, runner)
+    svc.chains = ChainCoordinator(svc, svc.dispatcher)
+    svc.dispatcher.group_handler = svc.chains.on_group_message
     svc.on_user_message.append(svc.dispatcher.on_user_message)
+    svc.tools.register(CallAgentTool(svc))
+    svc.scheduler = Scheduler(db, reply_to_schedules(svc))
+    svc.tools.register(ManageScheduleTool(db, svc.scheduler.clock, svc.scheduler.wake))
     return svc
 
 
@@ -66,15 +85,22 @@ def create_app(config: Config) -> FastAPI:
         await svc.settings.reload()
         await auth.prepare_owner(svc)
         recovered = await recover_interrupted(svc)
+        paused = await svc.chains.recover()
+        if paused:
+            log.info("paused %d chains that were running at the last stop", paused)
         if recovered:
             log.info("stored %d replies cut off by the last stop, marked interrupted", recovered)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
         await svc.bus.start()
+        await svc.scheduler.catch_up()
+        svc.scheduler.start()
         try:
             yield
         finally:
+            await svc.scheduler.aclose()
             await svc.dispatcher.shutdown()
+            await svc.chains.shutdown()
             await svc.providers.aclose()
             await svc.tools.aclose()
             await svc.bus.aclose()
@@ -98,6 +124,8 @@ def create_app(config: Config) -> FastAPI:
         admin.router,
         uploads.router,
         replies.router,
+        chains.router,
+        schedules.router,
         tools.router,
         ws.router,
     ):

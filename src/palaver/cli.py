@@ -13,7 +13,11 @@ from pydantic import ValidationError
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from palaver.app import create_app
+    if not os.environ.get("OWNER_KEY", "").strip():
+        print(
+            "palaver: set OWNER_KEY to the owner's password to start the service.", file=sys.stderr
+        )
+        return 2
     from palaver.config import Config
 
     overrides = {
@@ -21,14 +25,16 @@ def _serve(args: argparse.Namespace) -> int:
         for key, value in (("data_dir", args.data_dir), ("host", args.host), ("port", args.port))
         if value is not None
     }
-    if not os.environ.get("OWNER_KEY"):
-        print("palaver: set OWNER_KEY to the owner's password to start the service.", file=sys.stderr)
-        return 2
     try:
         config = Config(**overrides)
     except ValidationError as exc:
-        print(f"palaver: invalid configuration: {exc.errors()[0]['msg']}", file=sys.stderr)
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        print(f"palaver: invalid configuration: {where}: {first['msg']}", file=sys.stderr)
         return 2
+    # Imported only now: the app pulls in heavy SDKs, and a bad configuration answers at once.
+    from palaver.app import create_app
+
     logging.basicConfig(
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -37,7 +37,12 @@ class User:
         return self.role == "owner"
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "role": self.role, "createdAt": iso(self.created_at)}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "createdAt": iso(self.created_at),
+        }
 
 
 @dataclass(frozen=True)

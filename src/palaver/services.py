@@ -17,7 +17,9 @@ from palaver.store.db import Database
 from palaver.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from palaver.agents.chains import ChainCoordinator
     from palaver.agents.dispatch import Dispatcher
+    from palaver.agents.scheduler import Scheduler
 
 MessageHandler = Callable[[Message, Channel], Awaitable[None]]
 
@@ -33,7 +35,9 @@ class Services:
     providers: ProviderRegistry
     tools: ToolRegistry
     dispatcher: Dispatcher = field(init=False)
-    """Set right after construction: it needs the services itself."""
+    """Set right after construction, as is `chains`: they need the services themselves."""
+    chains: ChainCoordinator = field(init=False)
+    scheduler: Scheduler = field(init=False)
     owner_key_tag: str = ""
     owner_id: str = ""
     on_user_message: list[MessageHandler] = field(default_factory=list)

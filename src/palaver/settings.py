@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SECRET_MASK = "••••"
+SECRET_MASK = "••••"  # noqa: S105 - the mask shown in place of a secret, not a secret
+SHOWN_TAIL = 4
+"""Characters of a secret shown after the mask; only secrets at least 3 times as long show any."""
 
 
 class _Strict(BaseModel):
@@ -81,10 +83,13 @@ class Settings(_Strict):
 
 
 def mask_secret(value: str | None) -> str | None:
-    """Keep the last four characters so an owner can tell keys apart without seeing them."""
+    """Keep the last four characters so an owner can tell keys apart without seeing them;
+    a short secret shows none, or its tail would be most of it."""
     if not value:
         return value
-    return SECRET_MASK + value[-4:]
+    if len(value) < 3 * SHOWN_TAIL:
+        return SECRET_MASK
+    return SECRET_MASK + value[-SHOWN_TAIL:]
 
 
 def _is_secret_path(path: tuple[str, ...]) -> bool:
@@ -131,7 +136,11 @@ def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
             else:
                 out[key] = value
         return out
-    if _is_secret_path(path) and isinstance(patch, str) and isinstance(base, str):
-        if patch == mask_secret(base):
-            return base
+    if (
+        _is_secret_path(path)
+        and isinstance(patch, str)
+        and isinstance(base, str)
+        and patch == mask_secret(base)
+    ):
+        return base
     return patch

@@ -265,17 +265,6 @@ def test_replies_in_different_channels_run_concurrently(
     assert a.reply()["data"]["content"] == "waiting forever"
 
 
-def test_agent_messages_do_not_trigger_other_agents(
-    make_room: Any, fake_openai: FakeOpenAI
-) -> None:
-    room: Room = make_room({"name": "Speaker"}, {"name": "Listener"})
-    fake_openai.enqueue(text("I think @Listener should answer."))
-    room.post("@Speaker talk")
-    room.reply()
-    time.sleep(0.5)
-    assert len(fake_openai.model_requests) == 1
-
-
 def test_anthropic_provider_streams_a_reply(make_room: Any, fake_anthropic: FakeAnthropic) -> None:
     room: Room = make_room({"name": "Claude", "model": "ant/claude-test", "soul": "Be brief."})
     fake_anthropic.enqueue(text("Bonjour", " à", " tous."))

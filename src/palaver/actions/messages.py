@@ -63,8 +63,10 @@ async def post(
     kind: str,
     metadata: dict[str, Any] | None,
     idempotency_key: str | None,
+    hand_on: bool = True,
 ) -> tuple[str, dict[str, str]]:
-    """Store, broadcast, then hand to the agents; answers the id and the rate-limit headers."""
+    """Store, broadcast, then (with `hand_on`) hand to the agents; answers the id and the
+    rate-limit headers."""
     _check(svc, content, kind, metadata)
     channel = await visible(svc, user, channel_id)
     now = utcnow()
@@ -106,7 +108,8 @@ async def post(
             )
         await messages.insert_message(tx.conn, message)
         tx.on_commit(lambda: svc.bus.publish(channel_topic(channel_id), message_event(message)))
-    await _hand_on(svc, message, channel)
+    if hand_on:
+        await _hand_on(svc, message, channel)
     return message.id, decision.headers()
 
 

@@ -35,6 +35,8 @@ def safe_name(client_name: str) -> str:
     if not dot or not stem:
         stem, ext = name, ""
     ext = ext[:16]
+    if ext and stem.lower().endswith(".tar") and len(stem) > 4:
+        stem, ext = stem[:-4], f"{stem[-3:]}.{ext}"
     tag = secrets.token_hex(4)
     tail = f"-{tag}.{ext}" if ext else f"-{tag}"
     stem = (stem or "file")[: MAX_NAME - len(tail)]

@@ -111,5 +111,8 @@ async def _author_names(conn: AsyncConnection, recent: list[Message]) -> dict[st
 def _turn(message: Message, agent: Agent, names: dict[str, str]) -> ChatMessage:
     if message.agent_id == agent.id:
         return ChatMessage("assistant", message.content)
-    author = names.get(message.user_id or message.agent_id or "", "Someone")
+    if message.user_id is None and message.agent_id is None:
+        author = "Scheduled prompt" if "scheduleId" in message.metadata else "System"
+    else:
+        author = names.get(message.user_id or message.agent_id or "", "Someone")
     return ChatMessage("user", f"{author}: {message.content}")

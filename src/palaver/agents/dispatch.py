@@ -43,14 +43,15 @@ class Dispatcher:
         self.runner = runner
         self._turns: dict[tuple[str, str], _Turn] = {}
         self._tasks: set[asyncio.Task[Message | None]] = set()
-        self.on_addressed: Callable[[Message, Channel, list[Agent]], Awaitable[bool]] | None = None
-        """A chain coordinator may take a message that addresses several agents."""
+        self.group_handler: Callable[[Message, Channel, list[Agent]], Awaitable[None]] | None = None
+        """Takes the messages that address agents in a group (the chain coordinator)."""
 
     async def on_user_message(self, message: Message, channel: Channel) -> None:
         targets = await addressed(self.svc, message, channel)
         if not targets:
             return
-        if self.on_addressed is not None and await self.on_addressed(message, channel, targets):
+        if channel.type == "group" and self.group_handler is not None:
+            await self.group_handler(message, channel, targets)
             return
         self.spawn(ReplyRequest(agent=targets[0], channel=channel, trigger=message))
 

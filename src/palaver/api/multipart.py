@@ -74,8 +74,10 @@ class _State:
         self.part = _Part()
 
     def on_header_end(self) -> None:
+        """Header values are kept byte for byte (as latin-1): browsers send a file's name as raw
+        UTF-8, which is decoded once the header is parsed."""
         name = self.header_field.decode("latin-1").strip().lower()
-        self.part.headers[name] = self.header_value.decode("utf-8", "replace").strip()
+        self.part.headers[name] = self.header_value.decode("latin-1").strip()
         self.header_field.clear()
         self.header_value.clear()
 
@@ -92,7 +94,8 @@ class _State:
         if self.in_file:
             self.seen_file = True
             self.file_name = self.part.filename
-            self.file_type = self.part.headers.get("content-type", self.file_type)
+            content_type = self.part.headers.get("content-type", self.file_type)
+            self.file_type = content_type.encode("latin-1").decode("utf-8", "replace")
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self.in_file:

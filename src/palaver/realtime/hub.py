@@ -98,7 +98,11 @@ class Hub:
         for message_id, stream in self._streams.get(channel_id, {}).items():
             conn.offer(_dumps(stream.start))
             if stream.parts:
-                chunk = {"messageId": message_id, "content": "".join(stream.parts), "seq": stream.seq}
+                chunk = {
+                    "messageId": message_id,
+                    "content": "".join(stream.parts),
+                    "seq": stream.seq,
+                }
                 conn.offer(_dumps({"type": "stream_chunk", "data": chunk}))
         conn.channels.add(channel_id)
         self._by_channel[channel_id].add(conn)

@@ -38,21 +38,41 @@ def _origin_allowed(ws: WebSocket, svc: Services) -> bool:
     return origin in own or origin in svc.config.allowed_origins
 
 
+async def _receive(ws: WebSocket, idle: float) -> str | bytes:
+    """The next message, text or binary; TimeoutError after `idle` seconds of silence."""
+    message = await asyncio.wait_for(ws.receive(), idle)
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    text: str | None = message.get("text")
+    return text if text is not None else bytes(message.get("bytes") or b"")
+
+
+def _parse(raw: str | bytes) -> Any:
+    """The JSON of a text frame, or None for a binary frame or malformed JSON."""
+    if isinstance(raw, bytes):
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 async def _authenticate(ws: WebSocket, svc: Services) -> Principal | None:
     """By the session cookie if the upgrade carried one, otherwise by a first `auth` message."""
     cookie = ws.cookies.get("session")
     token: str | None = cookie
     if token is None:
         try:
-            raw = await asyncio.wait_for(ws.receive_text(), svc.config.ws_idle_seconds)
-        except (TimeoutError, WebSocketDisconnect):
+            raw = await _receive(ws, svc.config.ws_idle_seconds)
+        except TimeoutError:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(CLOSE_IDLE), CLOSE_TIMEOUT)
             return None
-        try:
-            first: Any = json.loads(raw)
-        except ValueError:
-            first = None
+        except (WebSocketDisconnect, RuntimeError):
+            return None
+        first = _parse(raw)
         if not isinstance(first, dict) or first.get("type") != "auth":
-            await _refuse(ws, "Authenticate first with {\"type\": \"auth\", \"token\": ...}.")
+            await _refuse(ws, 'Authenticate first with {"type": "auth", "token": ...}.')
             return None
         token = first.get("token") if isinstance(first.get("token"), str) else None
     try:
@@ -107,16 +127,15 @@ async def websocket_endpoint(ws: WebSocket) -> None:
 async def _receive_loop(ws: WebSocket, svc: Services, conn: Connection, who: Principal) -> None:
     while True:
         try:
-            raw = await asyncio.wait_for(ws.receive_text(), svc.config.ws_idle_seconds)
+            raw = await _receive(ws, svc.config.ws_idle_seconds)
         except TimeoutError:
             conn.kill(CLOSE_IDLE)
             return
         except (WebSocketDisconnect, RuntimeError):
             return
-        try:
-            message: Any = json.loads(raw)
-        except ValueError:
-            conn.offer(_error("bad_request", "The message is not valid JSON."))
+        message = _parse(raw)
+        if message is None:
+            conn.offer(_error("bad_request", "Each message must be a JSON text frame."))
             continue
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "ping":

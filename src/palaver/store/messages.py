@@ -141,3 +141,10 @@ async def draft_channel(conn: AsyncConnection, message_id: str) -> str | None:
         )
     ).first()
     return row.channel_id if row else None
+
+
+async def get_many(conn: AsyncConnection, ids: list[str]) -> dict[str, Message]:
+    if not ids:
+        return {}
+    rows = await conn.execute(select(messages).where(messages.c.id.in_(ids)))
+    return {r.id: _message(r) for r in rows}

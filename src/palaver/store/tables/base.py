@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator
 from sqlalchemy.engine import Dialect
@@ -41,5 +40,3 @@ JsonValue = JSON().with_variant(JSON(none_as_null=True), "sqlite")
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-

@@ -80,7 +80,9 @@ channels = Table(
 channel_agents = Table(
     "channel_agents",
     metadata,
-    Column("channel_id", String(40), ForeignKey("channels.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "channel_id", String(40), ForeignKey("channels.id", ondelete="CASCADE"), primary_key=True
+    ),
     Column("agent_id", String(40), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, nullable=False),
     Index("ix_channel_agents_agent_id", "agent_id"),
@@ -89,7 +91,9 @@ channel_agents = Table(
 channel_members = Table(
     "channel_members",
     metadata,
-    Column("channel_id", String(40), ForeignKey("channels.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "channel_id", String(40), ForeignKey("channels.id", ondelete="CASCADE"), primary_key=True
+    ),
     Column("user_id", String(40), ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, nullable=False),
     Index("ix_channel_members_user_id", "user_id"),

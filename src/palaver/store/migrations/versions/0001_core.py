@@ -77,7 +77,10 @@ def upgrade() -> None:
             primary_key=True,
         ),
         sa.Column(
-            "agent_id", sa.String(40), sa.ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+            "agent_id",
+            sa.String(40),
+            sa.ForeignKey("agents.id", ondelete="CASCADE"),
+            primary_key=True,
         ),
         sa.Column("position", sa.Integer, nullable=False),
     )
@@ -91,7 +94,10 @@ def upgrade() -> None:
             primary_key=True,
         ),
         sa.Column(
-            "user_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+            "user_id",
+            sa.String(40),
+            sa.ForeignKey("users.id", ondelete="CASCADE"),
+            primary_key=True,
         ),
         sa.Column("position", sa.Integer, nullable=False),
     )

@@ -1,0 +1,92 @@
+"""`call_agent`: one agent asks another and gets its answer as the tool result.
+
+The question is posted in the channel as the caller's message and the answer streams there
+like any reply, so everyone sees the exchange. Calls nest at most `MAX_DEPTH` deep and never
+come back to an agent already in the call path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from palaver.agents.runner import ReplyRequest
+from palaver.bus.base import channel_topic
+from palaver.domain import Agent, Message
+from palaver.ids import new_id
+from palaver.services import Services
+from palaver.store import agents as agents_store
+from palaver.store import channels as channels_store
+from palaver.store import messages as messages_store
+from palaver.store.tables.base import utcnow
+from palaver.tools.base import ToolContext, ToolError
+
+MAX_DEPTH = 3
+
+
+class CallAgentTool:
+    name = "call_agent"
+    description = (
+        "Ask another agent (by name or id) a question and get its answer. The exchange is "
+        "visible in the channel."
+    )
+    parameters: dict[str, Any] = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "agent": {"type": "string", "description": "The other agent's name or id."},
+            "message": {"type": "string", "description": "What to ask it."},
+        },
+        "required": ["agent", "message"],
+    }
+
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+
+    async def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        question = str(args["message"]).strip()
+        if not question:
+            raise ToolError("The message to the other agent is empty.")
+        callee = await self._find(str(args["agent"]))
+        if callee.id in ctx.call_path:
+            raise ToolError(
+                f"{callee.name} is already in this chain of calls; calling it would loop."
+            )
+        if len(ctx.call_path) > MAX_DEPTH:
+            raise ToolError(f"Calls between agents nest at most {MAX_DEPTH} deep.")
+        async with self.svc.db.read() as conn:
+            channel = await channels_store.get(conn, ctx.channel_id)
+        if channel is None:
+            raise ToolError("The channel is gone.")
+        asked = Message(
+            id=new_id("msg"),
+            channel_id=channel.id,
+            agent_id=ctx.agent_id,
+            user_id=None,
+            content=f"@{callee.name} {question}",
+            type="text",
+            metadata={"callAgent": {"to": callee.id, "replyId": ctx.message_id}},
+            created_at=utcnow(),
+        )
+        async with self.svc.db.write() as tx:
+            await messages_store.insert_message(tx.conn, asked)
+            tx.on_commit(
+                lambda: self.svc.bus.publish(
+                    channel_topic(channel.id), {"type": "message", "data": asked.as_json()}
+                )
+            )
+        answer = await self.svc.dispatcher.reply(
+            ReplyRequest(agent=callee, channel=channel, trigger=asked, call_path=ctx.call_path)
+        )
+        if answer.metadata.get("error"):
+            raise ToolError(f"{callee.name} could not answer: {answer.metadata['error']}")
+        return answer.content
+
+    async def _find(self, ref: str) -> Agent:
+        ref = ref.strip().removeprefix("@")
+        async with self.svc.db.read() as conn:
+            agent = await agents_store.get(conn, ref)
+            if agent is None:
+                agent_id = await agents_store.id_for_name(conn, ref)
+                agent = await agents_store.get(conn, agent_id) if agent_id else None
+        if agent is None:
+            raise ToolError(f"There is no agent named '{ref}'.")
+        return agent

@@ -1,0 +1,294 @@
+"""Collaboration chains: agents answer one after another, each building on the last.
+
+A chain starts when a person's message in a group mentions several member agents, when
+`POST /api/chains` asks for one, or when an agent's reply hands off by mentioning another
+member. Each step is an ordinary streamed reply; the agent is told the original message and
+every earlier step's output. Pause and cancel are requests stored on the chain and honoured
+when the running step ends, so any node can take them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from palaver.agents.dispatch import Dispatcher
+from palaver.agents.mentions import mentioned
+from palaver.agents.runner import ReplyRequest
+from palaver.bus.base import channel_topic
+from palaver.domain import Agent, Channel, Message
+from palaver.errors import Conflict, NotFound
+from palaver.ids import new_id
+from palaver.services import Services
+from palaver.store import agents as agents_store
+from palaver.store import chains as chains_store
+from palaver.store import channels as channels_store
+from palaver.store import messages as messages_store
+from palaver.store.chains import Chain, Step
+from palaver.store.tables.base import utcnow
+
+log = logging.getLogger(__name__)
+
+
+class ChainCoordinator:
+    def __init__(self, svc: Services, dispatcher: Dispatcher) -> None:
+        self.svc = svc
+        self.dispatcher = dispatcher
+        self._driving: dict[str, asyncio.Task[None]] = {}
+
+    async def on_group_message(
+        self, message: Message, channel: Channel, targets: list[Agent]
+    ) -> None:
+        """Several agents mentioned: a chain over them; one: a reply that may hand off."""
+        if len(targets) >= 2:
+            await self.start(channel, message, [a.id for a in targets], "mention")
+            return
+        task = asyncio.create_task(self._single(message, channel, targets[0]))
+        self._track(f"single:{message.id}", task)
+
+    async def start(
+        self, channel: Channel, trigger: Message, agent_ids: Sequence[str], source: str
+    ) -> Chain:
+        limit = self.svc.settings.current.agents.maxChainSteps
+        now = utcnow()
+        chain = Chain(
+            id=new_id("chain"),
+            channel_id=channel.id,
+            trigger_message_id=trigger.id,
+            status="running",
+            created_at=now,
+            updated_at=now,
+            steps=[Step(i + 1, a, source) for i, a in enumerate(list(agent_ids)[:limit])],
+        )
+        async with self.svc.db.write() as tx:
+            await chains_store.save(tx.conn, chain, new=True)
+        self._drive(chain.id)
+        return chain
+
+    async def pause(self, chain_id: str) -> Chain:
+        return await self._request(chain_id, "pause")
+
+    async def cancel(self, chain_id: str) -> Chain:
+        return await self._request(chain_id, "cancel")
+
+    async def resume(self, chain_id: str) -> Chain:
+        async with self.svc.db.write() as tx:
+            chain = await self._get(tx.conn, chain_id)
+            if chain.status != "paused":
+                raise Conflict(f"The chain is {chain.status}, not paused.")
+            chain.status, chain.requested, chain.updated_at = "running", None, utcnow()
+            await chains_store.save(tx.conn, chain)
+        self._drive(chain.id)
+        return chain
+
+    async def recover(self) -> int:
+        """Chains cut off by the last stop wait, paused, for a person to resume them."""
+        async with self.svc.db.write() as tx:
+            return await chains_store.pause_running(tx.conn, utcnow())
+
+    async def shutdown(self) -> None:
+        for task in list(self._driving.values()):
+            task.cancel()
+        await asyncio.gather(*self._driving.values(), return_exceptions=True)
+
+    async def _request(self, chain_id: str, what: str) -> Chain:
+        async with self.svc.db.write() as tx:
+            chain = await self._get(tx.conn, chain_id)
+            if chain.status == "paused" and what == "cancel":
+                self._end(chain, "error", "cancelled")
+                await chains_store.save(tx.conn, chain)
+                tx.on_commit(lambda: self._announce(chain))
+                return chain
+            if chain.status != "running":
+                raise Conflict(f"The chain is {chain.status}; it cannot be {what}d now.")
+            chain.requested = what
+            await chains_store.request(tx.conn, chain.id, what)
+        return chain
+
+    async def _get(self, conn: AsyncConnection, chain_id: str) -> Chain:
+        chain = await chains_store.get(conn, chain_id)
+        if chain is None:
+            raise NotFound(f"No chain has the id '{chain_id}'.")
+        return chain
+
+    def _track(self, key: str, task: asyncio.Task[None]) -> None:
+        self._driving[key] = task
+        task.add_done_callback(lambda _: self._driving.pop(key, None))
+
+    def _drive(self, chain_id: str) -> None:
+        self._track(chain_id, asyncio.create_task(self._run(chain_id)))
+
+    async def _single(self, message: Message, channel: Channel, agent: Agent) -> None:
+        reply = await self.dispatcher.reply(
+            ReplyRequest(agent=agent, channel=channel, trigger=message)
+        )
+        if _failed(reply):
+            return
+        handoffs = await self._handoffs(channel, reply, {agent.id})
+        if not handoffs:
+            return
+        now = utcnow()
+        steps = [Step(1, agent.id, "mention", "completed", reply.id)]
+        steps += [Step(i + 2, a.id, "handoff") for i, a in enumerate(handoffs)]
+        chain = Chain(
+            id=new_id("chain"),
+            channel_id=channel.id,
+            trigger_message_id=message.id,
+            status="running",
+            created_at=now,
+            updated_at=now,
+            handoffs=len(handoffs),
+            steps=steps,
+        )
+        async with self.svc.db.write() as tx:
+            await chains_store.save(tx.conn, chain, new=True)
+        await self._run(chain.id)
+
+    async def _run(self, chain_id: str) -> None:
+        try:
+            while await self._step(chain_id):
+                pass
+        except Exception:
+            log.exception("chain %s failed", chain_id)
+
+    async def _step(self, chain_id: str) -> bool:
+        """Run the next step; answers whether the chain goes on."""
+        async with self.svc.db.read() as conn:
+            chain = await chains_store.get(conn, chain_id)
+            channel = await channels_store.get(conn, chain.channel_id) if chain else None
+            trigger = await messages_store.get(conn, chain.trigger_message_id) if chain else None
+        if chain is None or channel is None or trigger is None or chain.status != "running":
+            return False
+        step = chain.next_step
+        if step is None or await self._held(chain, channel, step):
+            return False
+        agent = await self._agent(step.agent_id)
+        if agent is None:
+            step.status = "error"
+            return await self._finish(chain, "error", f"The agent {step.agent_id} is gone.")
+        step.status = "running"
+        async with self.svc.db.write() as tx:
+            await chains_store.save(tx.conn, chain)
+        await self._announce(chain)
+        reply = await self.dispatcher.reply(
+            ReplyRequest(
+                agent=agent,
+                channel=channel,
+                trigger=trigger,
+                notes=[await self._notes(chain, step, trigger)],
+                metadata={"chainId": chain.id, "chainStep": step.position},
+            )
+        )
+        step.message_id = reply.id
+        if reply.metadata.get("interrupted"):
+            return False
+        if _failed(reply):
+            step.status = "error"
+            reason = reply.metadata.get("error") or "the step was cancelled"
+            return await self._finish(chain, "error", str(reason))
+        step.status = "completed"
+        chain.handoffs += await self._add_handoffs(chain, channel, reply)
+        async with self.svc.db.read() as conn:
+            fresh = await chains_store.get(conn, chain.id)
+        chain.requested = fresh.requested if fresh else None
+        if chain.requested == "cancel":
+            return await self._finish(chain, "error", "cancelled")
+        if chain.next_step is None:
+            return await self._finish(chain, "completed", None)
+        if chain.requested == "pause":
+            return await self._finish(chain, "paused", None)
+        chain.updated_at = utcnow()
+        async with self.svc.db.write() as tx:
+            await chains_store.save(tx.conn, chain)
+        return True
+
+    async def _held(self, chain: Chain, channel: Channel, step: Step) -> bool:
+        """A hand-off waits for no one: a newer human message in the channel supersedes it."""
+        if step.source != "handoff":
+            return False
+        async with self.svc.db.read() as conn:
+            latest = await messages_store.page(conn, channel.id, 50)
+        spoke = any(m.user_id and m.id > chain.trigger_message_id for m in latest)
+        if spoke:
+            for pending in chain.steps:
+                if pending.status == "pending":
+                    pending.status = "skipped"
+            await self._finish(chain, "completed", "superseded by a newer message")
+        return spoke
+
+    async def _add_handoffs(self, chain: Chain, channel: Channel, reply: Message) -> int:
+        settings = self.svc.settings.current.agents
+        room = min(settings.maxHandoffs - chain.handoffs, settings.maxChainSteps - len(chain.steps))
+        found = await self._handoffs(channel, reply, {s.agent_id for s in chain.steps})
+        added = found[: max(0, room)]
+        for agent in added:
+            chain.steps.append(Step(len(chain.steps) + 1, agent.id, "handoff"))
+        return len(added)
+
+    async def _handoffs(self, channel: Channel, reply: Message, exclude: set[str]) -> list[Agent]:
+        if channel.type != "group":
+            return []
+        async with self.svc.db.read() as conn:
+            members = await agents_store.get_many(conn, channel.agent_ids)
+        return [a for a in mentioned(reply.content, members) if a.id not in exclude]
+
+    async def _agent(self, agent_id: str) -> Agent | None:
+        async with self.svc.db.read() as conn:
+            return await agents_store.get(conn, agent_id)
+
+    async def _notes(self, chain: Chain, step: Step, trigger: Message) -> str:
+        done = [s for s in chain.steps if s.status == "completed" and s.message_id]
+        lines = [
+            f"## Collaboration chain\nYou are step {step.position} of {len(chain.steps)} in a "
+            "chain of agents answering the message above. Build on what the agents before you "
+            "wrote; do not repeat it."
+        ]
+        if done:
+            async with self.svc.db.read() as conn:
+                replies = await messages_store.get_many(
+                    conn, [s.message_id for s in done if s.message_id]
+                )
+                names = {
+                    a.id: a.name
+                    for a in await agents_store.get_many(conn, [s.agent_id for s in done])
+                }
+            for s in done:
+                reply = replies.get(s.message_id or "")
+                if reply is not None:
+                    lines.append(
+                        f"### Output of step {s.position}, by {names.get(s.agent_id, s.agent_id)}"
+                        f"\n{reply.content}"
+                    )
+        return "\n\n".join(lines)
+
+    async def _finish(self, chain: Chain, status: str, reason: str | None) -> bool:
+        self._end(chain, status, reason)
+        async with self.svc.db.write() as tx:
+            await chains_store.save(tx.conn, chain)
+            tx.on_commit(lambda: self._announce(chain))
+        return False
+
+    def _end(self, chain: Chain, status: str, reason: str | None) -> None:
+        chain.status, chain.reason, chain.requested, chain.updated_at = (
+            status,
+            reason,
+            None,
+            utcnow(),
+        )
+
+    async def _announce(self, chain: Chain) -> None:
+        view = chain.as_json()
+        data = {k: view[k] for k in ("currentAgent", "step", "totalSteps", "status")}
+        data["chainId"] = chain.id
+        if chain.reason:
+            data["reason"] = chain.reason
+        await self.svc.bus.publish(
+            channel_topic(chain.channel_id), {"type": "collab_status", "data": data}
+        )
+
+
+def _failed(reply: Message) -> bool:
+    return bool(reply.metadata.get("error") or reply.metadata.get("cancelled"))

@@ -1,0 +1,44 @@
+"""Collaboration chains."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from palaver.actions import chains
+from palaver.api.deps import Body, Caller, Svc, errors
+
+router = APIRouter(prefix="/api/chains", tags=["chains"])
+
+
+class StartChain(Body):
+    channelId: str
+    agentIds: list[str]
+    content: str
+
+
+@router.post("", responses=errors(404, 429))
+async def start_chain(body: StartChain, caller: Caller, svc: Svc) -> dict[str, Any]:
+    chain = await chains.start(svc, caller.user, body.channelId, body.agentIds, body.content)
+    return {"chain": chain.as_json()}
+
+
+@router.get("", responses=errors(404))
+async def list_chains(
+    caller: Caller, svc: Svc, channelId: Annotated[str, Query()]
+) -> dict[str, Any]:
+    found = await chains.in_channel(svc, caller.user, channelId)
+    return {"chains": [c.as_json() for c in found]}
+
+
+@router.get("/{chain_id}", responses=errors(404))
+async def get_chain(chain_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+    return {"chain": (await chains.get(svc, caller.user, chain_id)).as_json()}
+
+
+@router.post("/{chain_id}/{action}", responses=errors(404, 409))
+async def steer_chain(
+    chain_id: str, action: Literal["pause", "resume", "cancel"], caller: Caller, svc: Svc
+) -> dict[str, Any]:
+    return {"chain": (await chains.steer(svc, caller.user, chain_id, action)).as_json()}

@@ -1,0 +1,108 @@
+"""Knowledge: documents, chunks (with SQLite FTS5), memories and their versions, vectors.
+
+Revision ID: 0002_knowledge
+Revises: 0001_core
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from palaver.store.tables.base import JsonValue, UtcDateTime
+from palaver.store.tables.knowledge import FTS_DDL, FTS_DROP
+
+revision = "0002_knowledge"
+down_revision = "0001_core"
+branch_labels = None
+depends_on = None
+
+
+def _agent_fk() -> sa.Column[str]:
+    return sa.Column(
+        "agent_id", sa.String(40), sa.ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
+    )
+
+
+def upgrade() -> None:
+    op.create_table(
+        "documents",
+        sa.Column("id", sa.String(40), primary_key=True),
+        _agent_fk(),
+        sa.Column("name", sa.String(255), nullable=False),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("bytes", sa.Integer, nullable=False),
+        sa.Column("pages", sa.Integer, nullable=True),
+        sa.Column("chunks", sa.Integer, nullable=False),
+        sa.Column("content_hash", sa.String(64), nullable=False),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+        sa.UniqueConstraint("agent_id", "content_hash", name="uq_documents_agent_id_content_hash"),
+    )
+    op.create_table(
+        "chunks",
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", sa.String(40), nullable=False, unique=True),
+        _agent_fk(),
+        sa.Column(
+            "document_id",
+            sa.String(40),
+            sa.ForeignKey("documents.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column("ordinal", sa.Integer, nullable=False),
+        sa.Column("heading_path", JsonValue, nullable=False),
+        sa.Column("page", sa.Integer, nullable=True),
+        sa.Column("tokens", sa.Integer, nullable=False),
+        sa.Column("content", sa.Text, nullable=False),
+    )
+    op.create_index("ix_chunks_agent_id", "chunks", ["agent_id"])
+    op.create_index("ix_chunks_document_id_ordinal", "chunks", ["document_id", "ordinal"])
+    op.create_table(
+        "memories",
+        sa.Column("id", sa.String(40), primary_key=True),
+        _agent_fk(),
+        sa.Column("type", sa.String(16), nullable=False),
+        sa.Column("content", sa.Text, nullable=False),
+        sa.Column("channel_id", sa.String(40), nullable=True),
+        sa.Column("source_message_id", sa.String(40), nullable=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+        sa.Column("updated_at", UtcDateTime, nullable=False),
+    )
+    op.create_index("ix_memories_agent_id_id", "memories", ["agent_id", "id"])
+    op.create_table(
+        "memory_versions",
+        sa.Column(
+            "memory_id",
+            sa.String(40),
+            sa.ForeignKey("memories.id", ondelete="CASCADE"),
+            primary_key=True,
+        ),
+        sa.Column("version", sa.Integer, primary_key=True),
+        sa.Column("content", sa.Text, nullable=False),
+        sa.Column("type", sa.String(16), nullable=False),
+        sa.Column("channel_id", sa.String(40), nullable=True),
+        sa.Column("source_message_id", sa.String(40), nullable=True),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+    )
+    op.create_table(
+        "vectors",
+        sa.Column("item_id", sa.String(40), primary_key=True),
+        _agent_fk(),
+        sa.Column("kind", sa.String(8), nullable=False),
+        sa.Column("channel_id", sa.String(40), nullable=True),
+        sa.Column("type", sa.String(16), nullable=True),
+        sa.Column("embedder", sa.String(200), nullable=False),
+        sa.Column("dim", sa.Integer, nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+    op.create_index("ix_vectors_agent_id_kind", "vectors", ["agent_id", "kind"])
+    if op.get_bind().dialect.name == "sqlite":
+        for statement in FTS_DDL:
+            op.execute(statement)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        for statement in FTS_DROP:
+            op.execute(statement)
+    for table in ("vectors", "memory_versions", "memories", "chunks", "documents"):
+        op.drop_table(table)

@@ -1,0 +1,163 @@
+"""The `manage_schedule` tool: an agent schedules work for itself in the channel it is in.
+
+Each agent sees and deletes only its own schedules. Times are UTC: cron expressions are
+evaluated in UTC, and an `at` time without a zone is taken as UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from croniter import CroniterError, croniter
+
+from palaver.ids import new_id
+from palaver.store import channels as channels_store
+from palaver.store import schedules as store
+from palaver.store.db import Database
+from palaver.store.schedules import Schedule
+from palaver.tools.base import ToolContext, ToolError
+
+MAX_ACTIVE_PER_AGENT = 50
+"""Keeps a looping agent from filling the database with schedules."""
+MAX_PROMPT_CHARS = 4000
+CRON_FIELDS = 5
+"""Minute, hour, day of month, month, day of week: no seconds field, so at most once a minute."""
+
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["create", "list", "delete"]},
+        "schedule": {
+            "type": "string",
+            "description": "Cron expression in UTC for repeated runs, e.g. '0 9 * * 1-5'.",
+        },
+        "at": {
+            "type": "string",
+            "description": "ISO 8601 time of a single run, e.g. '2030-01-31T09:00:00Z'.",
+        },
+        "prompt": {
+            "type": "string",
+            "description": "What you will be asked to do when the schedule comes due.",
+        },
+        "id": {"type": "string", "description": "The schedule to delete."},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+class ManageScheduleTool:
+    name = "manage_schedule"
+    description = (
+        "Schedule work for yourself in this channel: when a schedule comes due, its prompt is "
+        "posted here for you to answer. Create one with a prompt and either `schedule` (a "
+        "five-field cron expression, evaluated in UTC) or `at` (an ISO 8601 time, UTC unless "
+        "it has an offset); list your schedules; delete one of yours by id."
+    )
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], datetime],
+        on_created: Callable[[], None],
+    ) -> None:
+        self.parameters = PARAMETERS
+        self._db = db
+        self._clock = clock
+        self._on_created = on_created
+        """Tells the scheduler to look again, as the new schedule may be due soon."""
+
+    async def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        action = args["action"]
+        if action == "create":
+            return await self._create(ctx, args)
+        if action == "delete":
+            return await self._delete(ctx, args.get("id"))
+        async with self._db.read() as conn:
+            mine = await store.list_all(conn, ctx.agent_id)
+        return _answer({"schedules": [s.as_json() for s in mine]})
+
+    async def _create(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        prompt = (args.get("prompt") or "").strip()
+        if not prompt:
+            raise ToolError("A schedule needs a `prompt`: what you will be asked to do.")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise ToolError(f"The prompt is longer than {MAX_PROMPT_CHARS} characters.")
+        cron, at = args.get("schedule"), args.get("at")
+        if (cron is None) == (at is None):
+            raise ToolError("Give exactly one of `schedule` (cron, repeating) and `at` (once).")
+        now = self._clock()
+        schedule = Schedule(
+            id=new_id("sched"),
+            agent_id=ctx.agent_id,
+            channel_id=ctx.channel_id,
+            created_by=ctx.user_id,
+            cron=_cron(cron) if cron is not None else None,
+            at=_future_time(at, now) if at is not None else None,
+            prompt=prompt,
+            active=True,
+            next_run_at=None,
+            last_run_at=None,
+            created_at=now,
+        )
+        try:
+            first = schedule.following(now) or schedule.at
+        except CroniterError as exc:
+            raise ToolError(f"The cron expression '{cron}' never comes due.") from exc
+        schedule = replace(schedule, next_run_at=first)
+        async with self._db.write() as tx:
+            channel = await channels_store.get(tx.conn, ctx.channel_id)
+            if channel is None or ctx.agent_id not in channel.agent_ids:
+                raise ToolError("You can only schedule work in a channel you are a member of.")
+            if await store.count_active(tx.conn, ctx.agent_id) >= MAX_ACTIVE_PER_AGENT:
+                raise ToolError(
+                    f"You already have {MAX_ACTIVE_PER_AGENT} active schedules; delete one first."
+                )
+            await store.create(tx.conn, schedule)
+        self._on_created()
+        return _answer({"created": schedule.as_json()})
+
+    async def _delete(self, ctx: ToolContext, schedule_id: str | None) -> str:
+        if not schedule_id:
+            raise ToolError("Say which schedule to delete with `id`.")
+        async with self._db.write() as tx:
+            found = await store.get(tx.conn, schedule_id)
+            if found is None or found.agent_id != ctx.agent_id:
+                raise ToolError(f"You have no schedule with the id '{schedule_id}'.")
+            await store.delete_schedule(tx.conn, schedule_id)
+        return _answer({"deleted": schedule_id})
+
+
+def _cron(expression: str) -> str:
+    normalized = " ".join(expression.split())
+    fields = len(normalized.split(" "))
+    if not normalized.startswith("@") and fields != CRON_FIELDS:
+        raise ToolError(
+            f"'{expression}' is not a cron expression of five fields "
+            "(minute hour day-of-month month day-of-week), such as '30 8 * * 1-5'."
+        )
+    if not croniter.is_valid(normalized):
+        raise ToolError(f"'{expression}' is not a valid cron expression.")
+    return normalized
+
+
+def _future_time(text: str, now: datetime) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise ToolError(
+            f"'{text}' is not an ISO 8601 time, such as '2030-01-31T09:00:00Z'."
+        ) from exc
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment <= now:
+        raise ToolError(f"'{text}' is not in the future (it is now {now.isoformat()}).")
+    return moment
+
+
+def _answer(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False)
