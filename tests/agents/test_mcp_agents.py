@@ -1,0 +1,79 @@
+"""Agents calling tools on real MCP servers, over stdio and Streamable HTTP, through crashes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.agents.conftest import Room
+from tests.fakes.mcp_server import HttpServer, serve_http, stdio_command
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import text, tool_call, tool_calls
+from tests.support import Api
+
+
+@pytest.fixture(scope="module")
+def http_mcp() -> Iterator[HttpServer]:
+    with serve_http() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mcp_servers(owner: Api, http_mcp: HttpServer) -> None:
+    command, args = stdio_command()
+    owner.ok(
+        "PUT",
+        "/api/settings",
+        json={
+            "mcpServers": {
+                "crashy": {"command": command, "args": args},
+                "web": {"url": http_mcp.url, "headers": {"X-Team": "blue"}},
+            }
+        },
+    )
+
+
+def results(room: Room) -> list[str]:
+    return [e["data"]["result"] for e in room.ws.seen if e["type"] == "tool_result"]
+
+
+def test_an_agent_calls_a_tool_served_over_streamable_http(
+    mcp_servers: None, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Webby", "tools": ["mcp:web:add", "mcp:web:header"]})
+    fake_openai.enqueue(
+        tool_calls(
+            tool_call("mcp__web__add", {"a": 20, "b": 22}),
+            tool_call("mcp__web__header", {"name": "X-Team"}),
+        ),
+        text("Done."),
+    )
+    room.post("@Webby add and check the header")
+    assert room.reply(timeout=60)["data"]["content"] == "Done."
+    assert results(room) == ["42", "blue"]
+
+
+def test_a_crashed_stdio_server_is_restarted_for_the_next_call(
+    mcp_servers: None, make_room: Any, fake_openai: FakeOpenAI, owner: Api
+) -> None:
+    room: Room = make_room({"name": "Phoenix", "tools": ["mcp:crashy:crash", "mcp:crashy:add"]})
+    fake_openai.enqueue(
+        tool_calls(tool_call("mcp__crashy__add", {"a": 1, "b": 1})),
+        tool_calls(tool_call("mcp__crashy__crash", {})),
+        text("It fell over."),
+    )
+    room.post("@Phoenix crash it")
+    assert room.reply(timeout=60)["data"]["content"] == "It fell over."
+    assert results(room)[0] == "2"
+    assert results(room)[1].startswith("Error:")
+    deadline = time.monotonic() + 30
+    while owner.ok("GET", "/api/tools")["mcpServers"]["crashy"]["state"] == "backoff":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    fake_openai.enqueue(tool_calls(tool_call("mcp__crashy__add", {"a": 2, "b": 3})), text("Back."))
+    room.post("@Phoenix again")
+    assert room.reply(timeout=60)["data"]["content"] == "Back."
+    assert results(room)[-1] == "5"
