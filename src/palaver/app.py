@@ -41,7 +41,7 @@ from palaver.realtime.hub import Hub
 from palaver.services import Services
 from palaver.store import migrate
 from palaver.store.db import Database
-from palaver.tools.mcp import McpBridge
+from palaver.tools.lazy_mcp import LazyMcpBridge
 from palaver.tools.registry import ToolRegistry
 from palaver.tools.schedule import ManageScheduleTool
 from palaver.tools.web_search import WebSearchTool
@@ -61,7 +61,7 @@ def build_services(config: Config) -> Services:
         limiter=MemoryRateLimiter(),
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
-        tools=ToolRegistry(McpBridge(lambda: settings.current.mcpServers)),
+        tools=ToolRegistry(LazyMcpBridge(lambda: settings.current.mcpServers)),
     )
     svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
     runner = ReplyRunner(svc, svc.providers, svc.tools, ContextBuilder(db))

@@ -61,38 +61,38 @@ async def registry(settings: LiveSettings) -> AsyncIterator[ProviderRegistry]:
 
 async def test_builtin_resolves_without_any_configuration() -> None:
     registry = ProviderRegistry(LiveSettings())
-    provider, name = registry.resolve("builtin/echo")
+    provider, name = await registry.resolve("builtin/echo")
     assert isinstance(provider, BuiltinProvider)
     assert name == "echo"
     assert registry.context_window("builtin/echo") == 8192
     await registry.aclose()
 
 
-def test_the_model_is_split_on_the_first_slash_only(registry: ProviderRegistry) -> None:
-    provider, name = registry.resolve("acme/meta-llama/Llama-3.1-8B")
+async def test_the_model_is_split_on_the_first_slash_only(registry: ProviderRegistry) -> None:
+    provider, name = await registry.resolve("acme/meta-llama/Llama-3.1-8B")
     assert isinstance(provider, OpenAIProvider)
     assert provider.id == "acme"
     assert name == "meta-llama/Llama-3.1-8B"
 
 
-def test_each_type_gets_its_adapter(registry: ProviderRegistry) -> None:
-    assert isinstance(registry.resolve("claude/claude-fake")[0], AnthropicProvider)
+async def test_each_type_gets_its_adapter(registry: ProviderRegistry) -> None:
+    assert isinstance((await registry.resolve("claude/claude-fake"))[0], AnthropicProvider)
 
 
-def test_an_unknown_provider_is_a_readable_error(registry: ProviderRegistry) -> None:
+async def test_an_unknown_provider_is_a_readable_error(registry: ProviderRegistry) -> None:
     with pytest.raises(ProviderError) as caught:
-        registry.resolve("mistral/large")
+        await registry.resolve("mistral/large")
     assert str(caught.value) == (
         "There is no model provider 'mistral'; the configured ones are 'acme', 'builtin', 'claude'."
     )
 
 
 @pytest.mark.parametrize("model", ["echo", "/echo", "builtin/", ""])
-def test_a_model_without_provider_or_name_is_a_readable_error(
+async def test_a_model_without_provider_or_name_is_a_readable_error(
     registry: ProviderRegistry, model: str
 ) -> None:
     with pytest.raises(ProviderError, match="should read '<provider>/<model name>'"):
-        registry.resolve(model)
+        await registry.resolve(model)
 
 
 def test_context_window_follows_the_provider_settings(registry: ProviderRegistry) -> None:
@@ -105,14 +105,16 @@ def test_context_window_follows_the_provider_settings(registry: ProviderRegistry
 async def test_adapters_are_kept_until_their_settings_change(
     registry: ProviderRegistry, settings: LiveSettings, openai_fake: FakeOpenAI
 ) -> None:
-    first, _ = registry.resolve("acme/gpt-fake")
-    assert registry.resolve("acme/gpt-fake")[0] is first
+    first, _ = await registry.resolve("acme/gpt-fake")
+    assert (await registry.resolve("acme/gpt-fake"))[0] is first
     providers = settings.current.model_dump()["providers"]
     providers["acme"]["apiKey"] = "sk-new-key"
     settings.set(providers)
-    second, _ = registry.resolve("acme/gpt-fake")
+    second, _ = await registry.resolve("acme/gpt-fake")
     assert second is not first
-    assert registry.resolve("claude/claude-fake")[0] is registry.resolve("claude/claude-fake")[0]
+    assert (await registry.resolve("claude/claude-fake"))[0] is (
+        await registry.resolve("claude/claude-fake")
+    )[0]
     deltas = [d async for d in second.stream("gpt-fake", [ChatMessage("user", "hi")])]
     assert TextDelta("Hello") in deltas
     assert openai_fake.model_requests[-1].headers["authorization"] == "Bearer sk-new-key"
@@ -121,10 +123,10 @@ async def test_adapters_are_kept_until_their_settings_change(
 async def test_a_removed_provider_can_no_longer_be_resolved(
     registry: ProviderRegistry, settings: LiveSettings
 ) -> None:
-    registry.resolve("claude/claude-fake")
+    await registry.resolve("claude/claude-fake")
     settings.set({})
     with pytest.raises(ProviderError):
-        registry.resolve("claude/claude-fake")
+        await registry.resolve("claude/claude-fake")
 
 
 async def test_models_of_every_provider_are_listed_with_builtin(
@@ -167,7 +169,7 @@ async def test_a_provider_with_a_bad_address_is_reported_not_raised() -> None:
 
 async def test_a_builtin_typed_provider_can_be_configured_under_another_id() -> None:
     registry = ProviderRegistry(LiveSettings({"demo": {"type": "builtin"}}))
-    provider, _ = registry.resolve("demo/echo")
+    provider, _ = await registry.resolve("demo/echo")
     assert isinstance(provider, BuiltinProvider)
     assert provider.id == "demo"
     models, _ = await registry.list_models()
@@ -179,9 +181,9 @@ async def test_closing_closes_current_and_replaced_adapters(
     settings: LiveSettings, openai_fake: FakeOpenAI
 ) -> None:
     registry = ProviderRegistry(settings)
-    old, _ = registry.resolve("acme/gpt-fake")
+    old, _ = await registry.resolve("acme/gpt-fake")
     settings.set({"acme": {"type": "openai", "baseUrl": openai_fake.base_url, "apiKey": "x"}})
-    new, _ = registry.resolve("acme/gpt-fake")
+    new, _ = await registry.resolve("acme/gpt-fake")
     await registry.aclose()
     assert isinstance(old, OpenAIProvider)
     assert isinstance(new, OpenAIProvider)
@@ -193,7 +195,7 @@ async def test_a_reply_streams_through_a_resolved_provider(
     registry: ProviderRegistry, anthropic_fake: FakeAnthropic
 ) -> None:
     anthropic_fake.enqueue(text("Bonjour", "!"))
-    provider, name = registry.resolve("claude/claude-fake")
+    provider, name = await registry.resolve("claude/claude-fake")
     deltas = [d async for d in provider.stream(name, [ChatMessage("user", "Bob: salut")])]
     assert [d for d in deltas if isinstance(d, TextDelta)] == [
         TextDelta("Bonjour"),

@@ -53,18 +53,8 @@ class ChainCoordinator:
         self, channel: Channel, trigger: Message, agent_ids: Sequence[str], source: str
     ) -> Chain:
         limit = self.svc.settings.current.agents.maxChainSteps
-        now = utcnow()
-        chain = Chain(
-            id=new_id("chain"),
-            channel_id=channel.id,
-            trigger_message_id=trigger.id,
-            status="running",
-            created_at=now,
-            updated_at=now,
-            steps=[Step(i + 1, a, source) for i, a in enumerate(list(agent_ids)[:limit])],
-        )
-        async with self.svc.db.write() as tx:
-            await chains_store.save(tx.conn, chain, new=True)
+        steps = [Step(i + 1, a, source) for i, a in enumerate(list(agent_ids)[:limit])]
+        chain = await self._create(channel, trigger, steps)
         self._drive(chain.id)
         return chain
 
@@ -130,22 +120,28 @@ class ChainCoordinator:
         handoffs = await self._handoffs(channel, reply, {agent.id})
         if not handoffs:
             return
-        now = utcnow()
         steps = [Step(1, agent.id, "mention", "completed", reply.id)]
         steps += [Step(i + 2, a.id, "handoff") for i, a in enumerate(handoffs)]
+        chain = await self._create(channel, message, steps, handoffs=len(handoffs))
+        await self._run(chain.id)
+
+    async def _create(
+        self, channel: Channel, trigger: Message, steps: list[Step], handoffs: int = 0
+    ) -> Chain:
+        now = utcnow()
         chain = Chain(
             id=new_id("chain"),
             channel_id=channel.id,
-            trigger_message_id=message.id,
+            trigger_message_id=trigger.id,
             status="running",
             created_at=now,
             updated_at=now,
-            handoffs=len(handoffs),
+            handoffs=handoffs,
             steps=steps,
         )
         async with self.svc.db.write() as tx:
             await chains_store.save(tx.conn, chain, new=True)
-        await self._run(chain.id)
+        return chain
 
     async def _run(self, chain_id: str) -> None:
         try:

@@ -163,7 +163,7 @@ class ReplyRunner:
     async def _converse(
         self, req: ReplyRequest, reply: Message, stream: ChunkStream, tally: _Tally
     ) -> None:
-        provider, model = self.providers.resolve(req.agent.model)
+        provider, model = await self.providers.resolve(req.agent.model)
         limits = self.svc.settings.current.agents
         real_specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
         aliases = _wire_names([spec.name for spec in real_specs])

@@ -8,24 +8,36 @@ with the registry rather than at once.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import sys
 from collections.abc import Callable
+from typing import cast
 
-from palaver.llm.anthropic import AnthropicProvider
+import anyio
+
 from palaver.llm.base import ModelInfo, ModelProvider, ProviderError
 from palaver.llm.builtin import BUILTIN_ID, CONTEXT_WINDOW, BuiltinProvider
-from palaver.llm.openai import OpenAIProvider
 from palaver.settings import ProviderConfig, Settings
 
 log = logging.getLogger(__name__)
 
 
-def build_provider(provider_id: str, config: ProviderConfig) -> ModelProvider:
-    if config.type == "openai":
-        return OpenAIProvider(provider_id, config)
-    if config.type == "anthropic":
-        return AnthropicProvider(provider_id, config)
-    return BuiltinProvider(provider_id)
+_ADAPTERS = {
+    "openai": ("palaver.llm.openai", "OpenAIProvider"),
+    "anthropic": ("palaver.llm.anthropic", "AnthropicProvider"),
+}
+"""Vendor SDKs take seconds to import, so an adapter's module loads only once it is used."""
+
+
+async def build_provider(provider_id: str, config: ProviderConfig) -> ModelProvider:
+    if config.type == "builtin":
+        return BuiltinProvider(provider_id)
+    module_name, class_name = _ADAPTERS[config.type]
+    module = sys.modules.get(module_name)
+    if module is None:
+        module = await anyio.to_thread.run_sync(importlib.import_module, module_name)
+    return cast(ModelProvider, getattr(module, class_name)(provider_id, config))
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -45,10 +57,10 @@ class ProviderRegistry:
         self._cache: dict[str, tuple[ProviderConfig, ModelProvider]] = {}
         self._retired: list[ModelProvider] = []
 
-    def resolve(self, model: str) -> tuple[ModelProvider, str]:
+    async def resolve(self, model: str) -> tuple[ModelProvider, str]:
         """The adapter and the model name to pass it; ProviderError if there is no such provider."""
         provider_id, name = split_model(model)
-        return self._provider(provider_id), name
+        return await self._provider(provider_id), name
 
     def context_window(self, model: str) -> int:
         provider_id, _ = split_model(model)
@@ -78,7 +90,7 @@ class ProviderRegistry:
 
     async def _models_of(self, provider_id: str) -> tuple[list[ModelInfo], str | None]:
         try:
-            return await self._provider(provider_id).list_models(), None
+            return await (await self._provider(provider_id)).list_models(), None
         except ProviderError as exc:
             return [], str(exc)
         except Exception:
@@ -86,7 +98,7 @@ class ProviderRegistry:
             log.exception("listing the models of provider %r failed", provider_id)
             return [], f"Listing the models of '{provider_id}' failed unexpectedly."
 
-    def _provider(self, provider_id: str) -> ModelProvider:
+    async def _provider(self, provider_id: str) -> ModelProvider:
         config = self._settings().providers.get(provider_id)
         if config is None:
             if provider_id == BUILTIN_ID:
@@ -95,7 +107,11 @@ class ProviderRegistry:
         cached = self._cache.get(provider_id)
         if cached is not None and cached[0] == config:
             return cached[1]
-        adapter = build_provider(provider_id, config)
+        adapter = await build_provider(provider_id, config)
+        cached = self._cache.get(provider_id)
+        if cached is not None and cached[0] == config:
+            await adapter.aclose()
+            return cached[1]
         if cached is not None:
             self._retired.append(cached[1])
         self._cache[provider_id] = (config, adapter)
