@@ -30,6 +30,7 @@ from palaver.api import (
     uploads,
 )
 from palaver.api import auth as auth_api
+from palaver.api.body_limit import BodyLimit
 from palaver.auth.limiter import MemoryRateLimiter
 from palaver.bus.base import CONTROL, Event
 from palaver.bus.inproc import InProcessBus
@@ -116,6 +117,7 @@ def create_app(config: Config) -> FastAPI:
     )
     app.state.services = svc
     install_error_handlers(app)
+    app.add_middleware(BodyLimit)
     for router in (
         auth_api.router,
         messages.router,

@@ -47,6 +47,9 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=config.log_level,
         proxy_headers=config.trust_proxy,
         ws_ping_interval=None,
+        # A client that stopped reading keeps its socket open for as long as it likes; without
+        # a limit, a graceful shutdown would wait for it forever.
+        timeout_graceful_shutdown=config.shutdown_grace_seconds,
     )
     return 0
 

@@ -23,6 +23,7 @@ class Config(BaseSettings):
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     ws_idle_seconds: float = Field(default=90.0, gt=0)
     ws_queue_size: int = Field(default=256, ge=1)
+    shutdown_grace_seconds: int = Field(default=10, ge=1)
     log_level: str = "info"
 
     @field_validator("data_dir")

@@ -5,6 +5,7 @@ Secrets live here in full; every copy that leaves the service goes through `mask
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,6 +81,20 @@ class Settings(_Strict):
     agents: AgentLimits = Field(default_factory=AgentLimits)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sessionIdleDays: int = Field(default=30, ge=1, le=3650)
+
+
+_MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")
+
+
+def model_problem(settings: Settings, model: str) -> str | None:
+    """Why `model` ("<provider id>/<model name>") cannot be used with these settings, or None."""
+    match = _MODEL.match(model)
+    if match is None:
+        return "The model must look like '<provider id>/<model name>'."
+    provider = match.group(1)
+    if provider != "builtin" and provider not in settings.providers:
+        return f"No model provider '{provider}' is configured."
+    return None
 
 
 def mask_secret(value: str | None) -> str | None:

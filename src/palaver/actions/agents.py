@@ -12,12 +12,12 @@ from palaver.domain import BUILTIN_TOOLS, Agent
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
+from palaver.settings import model_problem
 from palaver.store import agents
 from palaver.store.tables.base import utcnow
 
 DEFAULT_AVATAR = "🤖"
 _MCP_TOOL = re.compile(r"^mcp:([A-Za-z0-9_.-]+):(.+)$")
-_MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")
 
 
 def _check_name(name: str) -> str:
@@ -36,12 +36,9 @@ def _check_avatar(avatar: str) -> str:
 
 
 def _check_model(svc: Services, model: str) -> str:
-    match = _MODEL.match(model)
-    if match is None:
-        raise Invalid("The model must look like '<provider id>/<model name>'.")
-    provider = match.group(1)
-    if provider != "builtin" and provider not in svc.settings.current.providers:
-        raise Invalid(f"No model provider '{provider}' is configured.")
+    problem = model_problem(svc.settings.current, model)
+    if problem is not None:
+        raise Invalid(problem)
     return model
 
 

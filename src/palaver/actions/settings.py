@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from palaver.bus.base import CONTROL, EventBus
 from palaver.errors import Invalid
-from palaver.settings import Settings, merge
+from palaver.settings import Settings, merge, model_problem
 from palaver.store import settings_store
 from palaver.store.db import Database
 
@@ -33,6 +33,9 @@ class SettingsHolder:
                 updated = merge(stored, patch)
             except ValidationError as exc:
                 raise Invalid(_describe(exc)) from None
+            problem = model_problem(updated, updated.defaultModel)
+            if problem is not None:
+                raise Invalid(f"Invalid setting 'defaultModel': {problem}")
             await settings_store.save(tx.conn, updated)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated

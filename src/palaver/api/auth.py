@@ -51,9 +51,15 @@ async def login(body: LoginBody, request: Request, response: Response, svc: Svc)
 
 
 @router.post("/logout", responses=errors())
-async def logout(caller: Caller, response: Response, svc: Svc) -> dict[str, bool]:
+async def logout(caller: Caller, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
     await auth.logout(svc, caller)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    response.delete_cookie(
+        SESSION_COOKIE,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=_is_https(request, svc),
+    )
     return {"ok": True}
 
 

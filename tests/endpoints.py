@@ -1,0 +1,159 @@
+"""Every HTTP endpoint, with who may call it: the table the auth matrix and the OpenAPI tests share.
+
+A path names what it acts on in braces: {agent}, {channel}, {message}, {guest}, {upload},
+{chain}, {schedule}. The channel (and the chain in it) is one the matrix's guest is not a member
+of; the agent and guest of a DELETE are made for that one request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support import unique
+
+Targets = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    json: Callable[[Targets], Any] | None = None
+    upload: bool = False
+    admin: bool = False
+    """Owner only: a guest gets 403."""
+    scoped: bool = False
+    """Concerns one channel: a guest outside it gets 404, as if the channel did not exist."""
+    consumes: str | None = None
+    """The kind of target this request uses up, made fresh for each request."""
+    owner_status: int = 200
+    """What the owner gets: 409 where the target is in no state to be acted on (a finished
+    reply, a chain that is not paused), 404 for a schedule (only an agent's tool makes one)."""
+    errors: frozenset[int] = field(default_factory=frozenset)
+    """The error statuses the OpenAPI schema documents beside 400, 401 and 500."""
+    openapi_path: str | None = None
+    """The path as the schema writes it, where it cannot be derived from `path`."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def _e(*codes: int) -> frozenset[int]:
+    return frozenset(codes)
+
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("POST", "/api/logout"),
+    Endpoint("GET", "/api/me"),
+    Endpoint("GET", "/api/messages?channelId={channel}", scoped=True, errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/messages",
+        json=lambda t: {"channelId": t["channel"], "content": "hello", "type": "text"},
+        scoped=True,
+        errors=_e(404, 429),
+    ),
+    Endpoint(
+        "POST", "/api/messages/{message}/cancel", scoped=True, owner_status=409, errors=_e(404, 409)
+    ),
+    Endpoint("GET", "/api/models"),
+    Endpoint("GET", "/api/agents"),
+    Endpoint("GET", "/api/agents/{agent}", errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/agents",
+        json=lambda t: {"name": unique("a-")},
+        admin=True,
+        errors=_e(403, 409),
+    ),
+    Endpoint(
+        "PUT",
+        "/api/agents/{agent}",
+        json=lambda t: {"description": unique()},
+        admin=True,
+        errors=_e(403, 404, 409),
+    ),
+    Endpoint("DELETE", "/api/agents/{agent}", admin=True, consumes="agent", errors=_e(403, 404)),
+    Endpoint("GET", "/api/channels"),
+    Endpoint("GET", "/api/channels/{channel}", scoped=True, errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/channels",
+        json=lambda t: {"name": unique(), "type": "dm", "agentIds": [t["agent"]]},
+        admin=True,
+        errors=_e(403),
+    ),
+    Endpoint(
+        "PUT",
+        "/api/channels/{channel}",
+        json=lambda t: {"name": unique()},
+        admin=True,
+        scoped=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint(
+        "POST",
+        "/api/channels/{channel}/members",
+        json=lambda t: {"agentIds": [t["agent"]]},
+        admin=True,
+        scoped=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint("GET", "/api/settings", admin=True, errors=_e(403)),
+    Endpoint(
+        "PUT", "/api/settings", json=lambda t: {"sessionIdleDays": 30}, admin=True, errors=_e(403)
+    ),
+    Endpoint("GET", "/api/guests", admin=True, errors=_e(403)),
+    Endpoint(
+        "POST", "/api/guests", json=lambda t: {"name": unique("g-")}, admin=True, errors=_e(403)
+    ),
+    Endpoint("DELETE", "/api/guests/{guest}", admin=True, consumes="guest", errors=_e(403, 404)),
+    Endpoint("POST", "/api/upload", upload=True, errors=_e(413)),
+    Endpoint("GET", "{upload}", errors=_e(404)),
+    Endpoint("GET", "/api/tools"),
+    Endpoint(
+        "POST",
+        "/api/chains",
+        json=lambda t: {"channelId": t["channel"], "agentIds": [t["agent"]], "content": "go"},
+        scoped=True,
+        errors=_e(404, 429),
+    ),
+    Endpoint("GET", "/api/chains?channelId={channel}", scoped=True, errors=_e(404)),
+    Endpoint("GET", "/api/chains/{chain}", scoped=True, errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/chains/{chain}/resume",
+        scoped=True,
+        owner_status=409,
+        errors=_e(404, 409),
+        openapi_path="/api/chains/{chain_id}/{action}",
+    ),
+    Endpoint("GET", "/api/schedules", admin=True, errors=_e(403, 404)),
+    Endpoint(
+        "DELETE", "/api/schedules/{schedule}", admin=True, owner_status=404, errors=_e(403, 404)
+    ),
+)
+
+PUBLIC = ("POST", "/api/login")
+"""The one endpoint that needs no session."""
+
+
+def openapi_template(endpoint: Endpoint) -> str:
+    """The path as the OpenAPI schema writes it."""
+    if endpoint.openapi_path is not None:
+        return endpoint.openapi_path
+    path = endpoint.path.split("?", 1)[0]
+    for name, param in (
+        ("{agent}", "{agent_id}"),
+        ("{channel}", "{channel_id}"),
+        ("{message}", "{message_id}"),
+        ("{guest}", "{guest_id}"),
+        ("{chain}", "{chain_id}"),
+        ("{schedule}", "{schedule_id}"),
+        ("{upload}", "/uploads/{month}/{name}"),
+    ):
+        path = path.replace(name, param)
+    return path

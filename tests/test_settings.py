@@ -1,0 +1,218 @@
+"""Run-time settings: the shape, masked secrets, deep merges, and secrets that never leak."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support import Api, Server, sql, unique
+
+MASK = "••••"
+
+
+def _stored(server: Server) -> dict[str, Any]:
+    """The settings exactly as the database holds them."""
+    (data,) = sql(server, "SELECT data FROM settings WHERE id = 1")[0]
+    stored: dict[str, Any] = json.loads(data)
+    return stored
+
+
+def _put(owner: Api, patch: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = owner.ok("PUT", "/api/settings", json=patch)["settings"]
+    return settings
+
+
+@pytest.fixture
+def ids(owner: Api) -> Iterator[tuple[str, str]]:
+    """A provider id and an MCP server id of the test's own, removed after it."""
+    provider, mcp = unique("p"), unique("m")
+    yield provider, mcp
+    _put(owner, {"providers": {provider: None}, "mcpServers": {mcp: None}})
+
+
+def test_settings_have_the_documented_shape(owner: Api) -> None:
+    settings = owner.ok("GET", "/api/settings")["settings"]
+    assert {"providers", "defaultModel", "embedding", "webSearch", "mcpServers", "limits"} <= set(
+        settings
+    )
+    assert settings["sessionIdleDays"] == 30
+    assert set(settings["embedding"]) == {"provider", "model"}
+    assert set(settings["webSearch"]) == {"provider", "baseUrl", "apiKey"}
+    assert {"messagesPerMinute", "maxMessageChars", "maxUploadBytes"} <= set(settings["limits"])
+    assert settings["limits"]["maxMessageChars"] == 32_000
+    assert settings["limits"]["maxUploadBytes"] == 25 * 1024 * 1024
+    assert "/" in settings["defaultModel"]
+
+
+def test_every_secret_is_masked_to_its_last_four_characters(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    secrets = {
+        "api": "sk-live-" + unique("api-") + "WXYZ",
+        "env": "env-" + unique("secret-") + "ENV1",
+        "header": "Bearer " + unique("tok-") + "HDR2",
+    }
+    patch = {
+        "providers": {
+            provider: {"type": "openai", "baseUrl": "http://x", "apiKey": secrets["api"]}
+        },
+        "mcpServers": {
+            mcp: {
+                "url": "http://mcp.example/mcp",
+                "headers": {"Authorization": secrets["header"]},
+                "env": {"TOKEN": secrets["env"]},
+            }
+        },
+    }
+    for settings in (_put(owner, patch), owner.ok("GET", "/api/settings")["settings"]):
+        assert settings["providers"][provider]["apiKey"] == MASK + "WXYZ"
+        assert settings["providers"][provider]["baseUrl"] == "http://x"
+        assert settings["mcpServers"][mcp]["headers"] == {"Authorization": MASK + "HDR2"}
+        assert settings["mcpServers"][mcp]["env"] == {"TOKEN": MASK + "ENV1"}
+        text = json.dumps(settings)
+        assert not any(secret in text for secret in secrets.values())
+    stored = _stored(server)
+    assert stored["providers"][provider]["apiKey"] == secrets["api"]
+    assert stored["mcpServers"][mcp]["headers"]["Authorization"] == secrets["header"]
+
+
+def test_a_short_secret_shows_nothing_of_itself(owner: Api, ids: tuple[str, str]) -> None:
+    provider, _ = ids
+    settings = _put(owner, {"providers": {provider: {"type": "openai", "apiKey": "abc123"}}})
+    assert settings["providers"][provider]["apiKey"] == MASK
+
+
+def test_a_masked_secret_sent_back_keeps_the_stored_one(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    key, env = "sk-" + unique("k") + "AAAA", unique("e") + "BBBB"
+    _put(
+        owner,
+        {
+            "providers": {provider: {"type": "anthropic", "apiKey": key}},
+            "mcpServers": {mcp: {"command": "srv", "env": {"KEY": env}}},
+        },
+    )
+    shown = owner.ok("GET", "/api/settings")["settings"]
+    shown["providers"][provider]["baseUrl"] = "http://changed"
+    round_trip = _put(owner, shown)
+    assert round_trip["providers"][provider]["apiKey"] == MASK + "AAAA"
+    stored = _stored(server)
+    assert stored["providers"][provider]["apiKey"] == key
+    assert stored["providers"][provider]["baseUrl"] == "http://changed"
+    assert stored["mcpServers"][mcp]["env"]["KEY"] == env
+
+
+def test_a_new_secret_replaces_the_stored_one(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, _ = ids
+    _put(owner, {"providers": {provider: {"type": "openai", "apiKey": "first-key-0001"}}})
+    _put(owner, {"providers": {provider: {"apiKey": "second-key-0002"}}})
+    assert _stored(server)["providers"][provider]["apiKey"] == "second-key-0002"
+
+
+def test_an_update_deep_merges_into_what_is_there(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, _ = ids
+    before = owner.ok("GET", "/api/settings")["settings"]
+    _put(owner, {"providers": {provider: {"type": "openai", "apiKey": "key-for-merging"}}})
+    after = _put(owner, {"providers": {provider: {"baseUrl": "http://merged"}}})
+    assert after["providers"][provider]["type"] == "openai"
+    assert after["providers"][provider]["baseUrl"] == "http://merged"
+    assert _stored(server)["providers"][provider]["apiKey"] == "key-for-merging"
+    assert {k: v for k, v in after.items() if k != "providers"} == {
+        k: v for k, v in before.items() if k != "providers"
+    }
+    assert after["limits"] == before["limits"]
+
+
+def test_null_removes_an_entry_of_a_map(owner: Api, ids: tuple[str, str]) -> None:
+    provider, _ = ids
+    _put(owner, {"providers": {provider: {"type": "builtin"}}})
+    assert provider not in _put(owner, {"providers": {provider: None}})["providers"]
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"colour": "blue"},
+        {"limits": {"messagesPerHour": 5}},
+        {"providers": {"PROVIDER": {"type": "openai", "region": "eu"}}},
+        {"webSearch": {"engine": "x"}},
+    ],
+    ids=["top-level", "nested", "in-a-map-entry", "web-search"],
+)
+def test_unknown_keys_answer_400_naming_the_key(
+    server: Server, owner: Api, ids: tuple[str, str], patch: dict[str, Any]
+) -> None:
+    patch = json.loads(json.dumps(patch).replace("PROVIDER", ids[0]))
+    before = _stored(server)
+    response = owner.put("/api/settings", json=patch)
+    assert response.status_code == 400
+    assert set(response.json()) == {"error"}
+    assert "Unknown setting" in response.json()["error"]
+    assert _stored(server) == before
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"limits": {"maxMessageChars": 0}},
+        {"limits": {"messagesPerMinute": "many"}},
+        {"sessionIdleDays": 0},
+        {"providers": {"PROVIDER": {"type": "closedai"}}},
+        {"providers": {"PROVIDER": {"apiKey": "a provider needs a type"}}},
+        {"providers": None},
+        ["not", "an", "object"],
+    ],
+    ids=["zero", "not-a-number", "idle-days", "provider-type", "no-type", "null-map", "list"],
+)
+def test_invalid_values_answer_400_and_change_nothing(
+    server: Server, owner: Api, ids: tuple[str, str], patch: Any
+) -> None:
+    patch = json.loads(json.dumps(patch).replace("PROVIDER", ids[0]))
+    before = _stored(server)
+    response = owner.put("/api/settings", json=patch)
+    assert response.status_code == 400, response.text
+    assert set(response.json()) == {"error"}
+    assert _stored(server) == before
+
+
+def test_the_default_model_must_name_a_configured_provider(
+    owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, _ = ids
+    for model in ("no-slash", f"{provider}/gpt-4o"):
+        response = owner.put("/api/settings", json={"defaultModel": model})
+        assert response.status_code == 400
+        assert "defaultModel" in response.json()["error"]
+    patch = {"providers": {provider: {"type": "openai"}}, "defaultModel": f"{provider}/gpt-4o"}
+    assert _put(owner, patch)["defaultModel"] == f"{provider}/gpt-4o"
+    try:
+        response = owner.put("/api/settings", json={"providers": {provider: None}})
+        assert response.status_code == 400, "its provider cannot go while it is the default"
+    finally:
+        _put(owner, {"defaultModel": "builtin/echo"})
+
+
+def test_secrets_never_reach_the_log_or_an_error(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    secret = "sk-" + unique("never-logged-")
+    response = owner.put(
+        "/api/settings", json={"providers": {provider: {"type": "nope", "apiKey": secret}}}
+    )
+    assert response.status_code == 400
+    assert secret not in response.text
+    _put(owner, {"providers": {provider: {"type": "openai", "apiKey": secret}}})
+    _put(owner, {"mcpServers": {mcp: {"command": "x", "env": {"K": secret}}}})
+    owner.ok("GET", "/api/settings")
+    assert secret not in server.read_log()
