@@ -16,6 +16,7 @@ from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
 from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher, recover_interrupted
+from palaver.agents.recall import KnowledgeSection, MemorySection, Rerankers
 from palaver.agents.runner import ReplyRunner
 from palaver.agents.scheduler import Scheduler, reply_to_schedules
 from palaver.api import (
@@ -23,7 +24,9 @@ from palaver.api import (
     agents,
     chains,
     channels,
+    memories,
     messages,
+    rag,
     replies,
     schedules,
     tools,
@@ -36,13 +39,19 @@ from palaver.bus.base import CONTROL, Event
 from palaver.bus.inproc import InProcessBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
+from palaver.knowledge.embed import CurrentEmbedder
+from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.service import KnowledgeBase
 from palaver.llm.registry import ProviderRegistry
+from palaver.memory import MemoryStore
 from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.services import Services
 from palaver.store import migrate
 from palaver.store.db import Database
 from palaver.tools.lazy_mcp import LazyMcpBridge
+from palaver.tools.memory import MemorySearchTool, MemoryWriteTool
+from palaver.tools.rag import RagQueryTool
 from palaver.tools.registry import ToolRegistry
 from palaver.tools.schedule import ManageScheduleTool
 from palaver.tools.web_search import WebSearchTool
@@ -54,6 +63,8 @@ def build_services(config: Config) -> Services:
     db = Database(config.db_url)
     bus = InProcessBus()
     settings = SettingsHolder(db, bus)
+    embedder = CurrentEmbedder(lambda: settings.current)
+    index = SqliteSearchIndex(db)
     svc = Services(
         config=config,
         db=db,
@@ -63,9 +74,20 @@ def build_services(config: Config) -> Services:
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
         tools=ToolRegistry(LazyMcpBridge(lambda: settings.current.mcpServers)),
+        embedder=embedder,
+        index=index,
+        knowledge=KnowledgeBase(db, index, embedder),
+        memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
     )
+    rerankers = Rerankers(db, svc.providers)
+    svc.tools.register(MemoryWriteTool(db, svc.memories))
+    svc.tools.register(MemorySearchTool(db, svc.memories))
+    svc.tools.register(RagQueryTool(svc.knowledge, rerankers.for_agent_id))
     svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
-    runner = ReplyRunner(svc, svc.providers, svc.tools, ContextBuilder(db))
+    context = ContextBuilder(
+        db, [MemorySection(db, svc.memories), KnowledgeSection(svc.knowledge, rerankers)]
+    )
+    runner = ReplyRunner(svc, svc.providers, svc.tools, context)
     svc.dispatcher = Dispatcher(svc, runner)
     svc.chains = ChainCoordinator(svc, svc.dispatcher)
     svc.dispatcher.group_handler = svc.chains.on_group_message
@@ -104,6 +126,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.chains.shutdown()
             await svc.providers.aclose()
             await svc.tools.aclose()
+            await svc.embedder.aclose()
             await svc.bus.aclose()
             await svc.db.dispose()
 
@@ -126,6 +149,8 @@ def create_app(config: Config) -> FastAPI:
         admin.router,
         uploads.router,
         replies.router,
+        rag.router,
+        memories.router,
         chains.router,
         schedules.router,
         tools.router,

@@ -54,6 +54,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from palaver.knowledge.reindex_command import reindex
+    from palaver.store import migrate
+
+    data_dir = (args.data_dir or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
+    url = os.environ.get("DATABASE_URL") or f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
+    if url.startswith("sqlite") and not (data_dir / "palaver.db").exists():
+        print(f"palaver: there is no database in {data_dir}", file=sys.stderr)
+        return 2
+    migrate.upgrade(url)
+    return asyncio.run(reindex(url, args.agent or []))
+
+
 def _fail_on_blocking_calls() -> None:
     """For the test suite: any blocking call on the event loop raises (and is logged)."""
     from blockbuster import BlockBuster
@@ -68,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--data-dir", type=Path, default=None)
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
+    again = commands.add_parser(
+        "reindex", help="re-embed agents' memories and documents after an embedding change"
+    )
+    again.add_argument("--data-dir", type=Path, default=None)
+    again.add_argument("--agent", action="append", help="an agent id (repeatable; default all)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
-    return 2
+    return _reindex(args)

@@ -11,7 +11,11 @@ from palaver.auth.limiter import RateLimiter
 from palaver.bus.base import EventBus
 from palaver.config import Config
 from palaver.domain import Channel, Message
+from palaver.knowledge.embed import CurrentEmbedder
+from palaver.knowledge.index.base import SearchIndex
+from palaver.knowledge.service import KnowledgeBase
 from palaver.llm.registry import ProviderRegistry
+from palaver.memory import MemoryStore
 from palaver.realtime.hub import Hub
 from palaver.store.db import Database
 from palaver.tools.registry import ToolRegistry
@@ -34,6 +38,10 @@ class Services:
     settings: SettingsHolder
     providers: ProviderRegistry
     tools: ToolRegistry
+    embedder: CurrentEmbedder
+    index: SearchIndex
+    knowledge: KnowledgeBase
+    memories: MemoryStore
     dispatcher: Dispatcher = field(init=False)
     """Set right after construction, as is `chains`: they need the services themselves."""
     chains: ChainCoordinator = field(init=False)

@@ -121,3 +121,4 @@ async def delete(svc: Services, agent_id: str) -> None:
     async with svc.db.write() as tx:
         if not await agents.delete_agent(tx.conn, agent_id):
             raise NotFound(f"No agent has the id '{agent_id}'.")
+        await svc.index.drop_agent(tx, agent_id)

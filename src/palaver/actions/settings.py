@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from palaver.bus.base import CONTROL, EventBus
 from palaver.errors import Invalid
+from palaver.knowledge.embed import make_embedder
 from palaver.settings import Settings, merge, model_problem
 from palaver.store import settings_store
 from palaver.store.db import Database
@@ -36,6 +37,10 @@ class SettingsHolder:
             problem = model_problem(updated, updated.defaultModel)
             if problem is not None:
                 raise Invalid(f"Invalid setting 'defaultModel': {problem}")
+            try:
+                make_embedder(updated)
+            except Invalid as exc:
+                raise Invalid(f"Invalid setting 'embedding': {exc.message}") from None
             await settings_store.save(tx.conn, updated)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated

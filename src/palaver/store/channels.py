@@ -9,7 +9,7 @@ from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Channel
-from palaver.store.tables.core import channel_agents, channel_members, channels
+from palaver.store.tables.core import channel_agents, channel_members, channels, users
 
 
 async def _hydrate(conn: AsyncConnection, rows: list[Any]) -> list[Channel]:
@@ -105,3 +105,14 @@ async def _set_members(conn: AsyncConnection, channel: Channel) -> None:
                 for i, u in enumerate(channel.member_ids)
             ],
         )
+
+
+async def has_guests(conn: AsyncConnection, channel_id: str) -> bool:
+    """Whether a guest can read the channel: then only what was learned there may surface."""
+    query = (
+        select(channel_members.c.user_id)
+        .join(users, users.c.id == channel_members.c.user_id)
+        .where(channel_members.c.channel_id == channel_id, users.c.role == "guest")
+        .limit(1)
+    )
+    return (await conn.execute(query)).first() is not None

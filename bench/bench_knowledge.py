@@ -1,0 +1,353 @@
+"""Knowledge-base benchmark: ingest rate and hybrid query latency at 10,000 and 100,000 chunks.
+
+Ingest goes through the real path (parse, chunk, embed with the local model, store, index).
+The query scales are filled with synthetic chunks: text drawn from a Zipf-distributed
+vocabulary and random unit vectors, written through the same repository and index calls,
+since embedding 100,000 real chunks would take hours on two cores. Queries are real: each is
+embedded by the local model and runs the whole hybrid search (FTS5 BM25 top 20, exact cosine
+top 20, fusion, chunk fetch), without re-scoring.
+
+    python bench/bench_knowledge.py [--queries 200] [--scales 10000,100000]
+
+Writes bench/results/knowledge.json and bench/results/knowledge.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import create_engine, insert
+
+from palaver.ids import new_id
+from palaver.knowledge import documents as repo
+from palaver.knowledge.chunk import Chunk
+from palaver.knowledge.documents import Document
+from palaver.knowledge.embed import LocalEmbedder
+from palaver.knowledge.index.base import Entry, Space
+from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.service import KnowledgeBase
+from palaver.store.db import Database
+from palaver.store.tables.base import metadata, utcnow
+from palaver.store.tables.core import agents
+from palaver.store.tables.knowledge import (
+    FTS_DDL,
+    chunks,
+    documents,
+    memories,
+    memory_versions,
+    vectors,
+)
+
+RESULTS = Path(__file__).parent / "results"
+WORDS_PER_SYNTHETIC_CHUNK = 150
+CHUNKS_PER_DOCUMENT = 1000
+SEED = 20260401
+
+SENTENCES = [
+    "The harbour crane lifts containers from the ship onto waiting trucks.",
+    "Engineers measure the vibration of the bridge every morning at dawn.",
+    "A cooperative of farmers shares tractors, seed drills and storage barns.",
+    "The library extended its opening hours during the examination period.",
+    "Solar panels on the depot roof cover most of the workshop's electricity.",
+    "Volunteers repair bicycles for children every second Saturday.",
+    "The committee approved the budget after a long debate about maintenance.",
+    "Rain gauges in the valley report to the flood warning centre each hour.",
+]
+
+
+def create_schema(path: Path) -> None:
+    """The agents table and the knowledge tables as revision 0002_knowledge makes them."""
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        tables = [agents, documents, chunks, memories, memory_versions, vectors]
+        metadata.create_all(conn, tables=tables)
+        for statement in FTS_DDL:
+            conn.exec_driver_sql(statement)
+    engine.dispose()
+
+
+async def add_agent(db: Database, agent_id: str) -> None:
+    now = utcnow()
+    async with db.write() as tx:
+        await tx.conn.execute(
+            insert(agents).values(
+                id=agent_id,
+                name=agent_id,
+                name_key=agent_id,
+                avatar="📚",
+                description="",
+                model="builtin/echo",
+                tools=[],
+                soul="",
+                auto_inject_memory=False,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+
+def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
+    """Made-up words of two to four syllables (70 syllables give millions of them)."""
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words: set[str] = set()
+    while len(words) < size:
+        picked = rng.integers(0, len(syllables), size=int(rng.integers(2, 5)))
+        words.add("".join(syllables[p] for p in picked))
+    ordered = sorted(words)
+    rng.shuffle(ordered)
+    return ordered
+
+
+def zipf_text(words: list[str], rng: np.random.Generator, count: int) -> str:
+    ranks = np.minimum(rng.zipf(1.3, size=count), len(words)) - 1
+    return " ".join(words[r] for r in ranks) + "."
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def summary(values_s: list[float]) -> dict[str, float]:
+    ms = [v * 1000 for v in values_s]
+    return {
+        "median_ms": round(statistics.median(ms), 2),
+        "p99_ms": round(percentile(ms, 99), 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+    }
+
+
+def long_markdown(rng: np.random.Generator, sections: int, paragraphs: int) -> bytes:
+    parts = ["# Operations Manual\n"]
+    for s in range(sections):
+        parts.append(f"## Section {s}\n")
+        for _ in range(paragraphs):
+            picked = rng.choice(len(SENTENCES), size=5)
+            parts.append(" ".join(SENTENCES[i] for i in picked) + "\n")
+    return "\n".join(parts).encode()
+
+
+def pdf_pages(rng: np.random.Generator, pages: int) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=10)
+    for page in range(pages):
+        pdf.add_page()
+        paragraphs = []
+        for _ in range(4):
+            picked = rng.choice(len(SENTENCES), size=5)
+            paragraphs.append(" ".join(SENTENCES[i] for i in picked))
+        pdf.multi_cell(0, 5, f"Page {page + 1}.\n\n" + "\n\n".join(paragraphs))
+    return bytes(pdf.output())
+
+
+async def bench_ingest(kb: KnowledgeBase, agent: str, rng: np.random.Generator) -> dict[str, Any]:
+    markdown = long_markdown(rng, sections=20, paragraphs=8)
+    started = time.perf_counter()
+    doc = (await kb.ingest(agent, "manual.md", markdown)).document
+    md_seconds = time.perf_counter() - started
+
+    pdf = await asyncio.to_thread(pdf_pages, rng, 200)
+    started = time.perf_counter()
+    pdf_doc = (await kb.ingest(agent, "report.pdf", pdf)).document
+    pdf_seconds = time.perf_counter() - started
+    return {
+        "markdown": {
+            "bytes": len(markdown),
+            "chunks": doc.chunks,
+            "seconds": round(md_seconds, 2),
+            "chunks_per_second": round(doc.chunks / md_seconds, 1),
+        },
+        "pdf": {
+            "bytes": len(pdf),
+            "pages": pdf_doc.pages,
+            "chunks": pdf_doc.chunks,
+            "seconds": round(pdf_seconds, 2),
+            "pages_per_second": round((pdf_doc.pages or 0) / pdf_seconds, 1),
+            "chunks_per_second": round(pdf_doc.chunks / pdf_seconds, 1),
+        },
+    }
+
+
+async def fill(
+    db: Database, index: SqliteSearchIndex, agent: str, total: int, space: Space
+) -> float:
+    rng = np.random.default_rng(SEED + total)
+    words = vocabulary(20_000, rng)
+    started = time.perf_counter()
+    for start in range(0, total, CHUNKS_PER_DOCUMENT):
+        count = min(CHUNKS_PER_DOCUMENT, total - start)
+        document = Document(
+            new_id("doc"),
+            agent,
+            f"synthetic-{start}.txt",
+            "text",
+            0,
+            None,
+            count,
+            new_id("h"),
+            utcnow(),
+        )
+        parts = [
+            (
+                new_id("chunk"),
+                Chunk(i, zipf_text(words, rng, WORDS_PER_SYNTHETIC_CHUNK), (), None, 0),
+            )
+            for i in range(count)
+        ]
+        vectors = rng.standard_normal((count, space.dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        async with db.write() as tx:
+            await repo.insert_with_chunks(tx.conn, document, parts)
+            await index.put(tx, agent, "chunk", [Entry(i) for i, _ in parts], vectors, space)
+    return time.perf_counter() - started
+
+
+async def bench_scale(
+    db: Database,
+    kb: KnowledgeBase,
+    index: SqliteSearchIndex,
+    embedder: LocalEmbedder,
+    scale: int,
+    queries: int,
+) -> dict[str, Any]:
+    agent = f"agent_bench{scale}"
+    await add_agent(db, agent)
+    space = Space(embedder.name, embedder.dim)
+    fill_seconds = await fill(db, index, agent, scale, space)
+    rng = np.random.default_rng(SEED)
+    words = vocabulary(20_000, np.random.default_rng(SEED + scale))
+    texts = [
+        f"how does the {zipf_text(words, rng, 3)[:-1]} affect {zipf_text(words, rng, 2)}"
+        for _ in range(queries)
+    ]
+    started = time.perf_counter()
+    vector = (await embedder.embed(["warm up"]))[0]
+    await index.vector_search(agent, "chunk", vector, space, 20)
+    load_seconds = time.perf_counter() - started
+
+    embed_s, text_s, vector_s, total_s = [], [], [], []
+    for query in texts:
+        t0 = time.perf_counter()
+        vector = (await embedder.embed([query]))[0]
+        t1 = time.perf_counter()
+        await index.text_search(agent, query, 20)
+        t2 = time.perf_counter()
+        await index.vector_search(agent, "chunk", vector, space, 20)
+        t3 = time.perf_counter()
+        embed_s.append(t1 - t0)
+        text_s.append(t2 - t1)
+        vector_s.append(t3 - t2)
+    for query in texts:
+        t0 = time.perf_counter()
+        result = await kb.query(agent, query, top_k=5)
+        total_s.append(time.perf_counter() - t0)
+        assert result.results
+    return {
+        "chunks": scale,
+        "synthetic": True,
+        "words_per_chunk": WORDS_PER_SYNTHETIC_CHUNK,
+        "fill_seconds": round(fill_seconds, 1),
+        "fill_chunks_per_second": round(scale / fill_seconds),
+        "matrix_load_ms": round(load_seconds * 1000, 1),
+        "queries": queries,
+        "query": summary(total_s),
+        "embed_query": summary(embed_s),
+        "text_search": summary(text_s),
+        "vector_search": summary(vector_s),
+    }
+
+
+def markdown_report(results: dict[str, Any]) -> str:
+    ingest = results["ingest"]
+    lines = [
+        "# Knowledge-base benchmark",
+        "",
+        f"Run {results['date']} on {results['machine']['cpus']} CPUs "
+        f"({results['machine']['processor']}), load average at start "
+        f"{results['machine']['load_average']}; embedder {results['embedder']}.",
+        "",
+        "## Ingest (real parse, chunk, embed, store)",
+        "",
+        "| document | chunks | seconds | rate |",
+        "|---|---|---|---|",
+        f"| Markdown, {ingest['markdown']['bytes']:,} bytes | {ingest['markdown']['chunks']} | "
+        f"{ingest['markdown']['seconds']} | {ingest['markdown']['chunks_per_second']} chunks/s |",
+        f"| PDF, {ingest['pdf']['pages']} pages | {ingest['pdf']['chunks']} | "
+        f"{ingest['pdf']['seconds']} | {ingest['pdf']['pages_per_second']} pages/s, "
+        f"{ingest['pdf']['chunks_per_second']} chunks/s |",
+        "",
+        "## Hybrid query latency, one agent (top 20 text + top 20 vector, fused, top 5)",
+        "",
+        "Chunks are SYNTHETIC: Zipf-distributed words "
+        f"({WORDS_PER_SYNTHETIC_CHUNK} per chunk) and random unit vectors, stored through the "
+        "real repository and index. Queries are real and embedded by the local model.",
+        "",
+        "| chunks | query median | query p99 | embed median | text median / p99 | "
+        "vector median / p99 | matrix load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in results["query"]:
+        lines.append(
+            f"| {row['chunks']:,} | {row['query']['median_ms']} ms | {row['query']['p99_ms']} ms | "
+            f"{row['embed_query']['median_ms']} ms | "
+            f"{row['text_search']['median_ms']} / {row['text_search']['p99_ms']} ms | "
+            f"{row['vector_search']['median_ms']} / {row['vector_search']['p99_ms']} ms | "
+            f"{row['matrix_load_ms']} ms |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def main(queries: int, scales: list[int]) -> dict[str, Any]:
+    embedder = LocalEmbedder()
+    await asyncio.to_thread(embedder.load)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        await asyncio.to_thread(create_schema, Path(tmp) / "bench.db")
+        db = Database(url)
+        index = SqliteSearchIndex(db)
+        kb = KnowledgeBase(db, index, lambda: embedder)
+        try:
+            await add_agent(db, "agent_ingest")
+            ingest = await bench_ingest(kb, "agent_ingest", np.random.default_rng(SEED))
+            rows = [await bench_scale(db, kb, index, embedder, s, queries) for s in scales]
+        finally:
+            await db.dispose()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+            "load_average": [],
+        },
+        "embedder": embedder.name,
+        "ingest": ingest,
+        "query": rows,
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--scales", default="10000,100000")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = os.getloadavg()
+    results = asyncio.run(main(args.queries, [int(s) for s in args.scales.split(",")]))
+    results["machine"]["load_average"] = [round(x, 2) for x in load]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "knowledge.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "knowledge.md").write_text(markdown_report(results))
+    print(markdown_report(results))

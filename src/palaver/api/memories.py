@@ -1,0 +1,85 @@
+"""What an agent remembers, for the owner to see and correct."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import Field
+
+from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.tools.memory import privacy_scope
+
+router = APIRouter(prefix="/api/agents/{agent_id}/memories", tags=["memory"])
+
+MemoryType = Literal["semantic", "episodic", "procedural"]
+
+
+class NewMemory(Body):
+    content: str = Field(min_length=1, max_length=8000)
+    type: MemoryType = "semantic"
+    channelId: str | None = None
+
+
+class MemoryChange(Body):
+    content: str | None = Field(default=None, min_length=1, max_length=8000)
+    type: MemoryType | None = None
+
+
+class Restore(Body):
+    version: int = Field(ge=1)
+
+
+@router.get("", responses=errors(403, 404))
+async def list_memories(
+    agent_id: str,
+    _: Owner,
+    svc: Svc,
+    type: Annotated[MemoryType | None, Query()] = None,
+    q: Annotated[str | None, Query(max_length=8000)] = None,
+    limit: Annotated[int, Query(ge=1, le=50)] = 20,
+) -> dict[str, Any]:
+    """All memories, newest first; with `q`, the most similar to it with their similarity."""
+    if q:
+        found = await svc.memories.search(agent_id, q, limit, type=type)
+        return {"memories": [m.as_json() for m in found]}
+    listed = await svc.memories.list_memories(agent_id, type=type)
+    return {"memories": [m.as_json() for m in listed]}
+
+
+@router.post("", responses=errors(403, 404))
+async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> dict[str, Any]:
+    """The same rule as the `memory_write` tool: skipped, updated or inserted."""
+    scope = await privacy_scope(svc.db, body.channelId) if body.channelId else None
+    result = await svc.memories.write(
+        agent_id, body.content, body.type, channel_id=body.channelId, only_channel=scope
+    )
+    return result.as_json()
+
+
+@router.put("/{memory_id}", responses=errors(403, 404))
+async def update_memory(
+    agent_id: str, memory_id: str, body: MemoryChange, _: Owner, svc: Svc
+) -> dict[str, Any]:
+    memory = await svc.memories.update(agent_id, memory_id, content=body.content, type=body.type)
+    return {"memory": memory.as_json()}
+
+
+@router.delete("/{memory_id}", responses=errors(403, 404))
+async def delete_memory(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
+    await svc.memories.delete(agent_id, memory_id)
+    return {"ok": True}
+
+
+@router.get("/{memory_id}/versions", responses=errors(403, 404))
+async def memory_versions(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> dict[str, Any]:
+    found = await svc.memories.versions(agent_id, memory_id)
+    return {"versions": [v.as_json() for v in found]}
+
+
+@router.post("/{memory_id}/restore", responses=errors(403, 404))
+async def restore_memory(
+    agent_id: str, memory_id: str, body: Restore, _: Owner, svc: Svc
+) -> dict[str, Any]:
+    memory = await svc.memories.restore(agent_id, memory_id, body.version)
+    return {"memory": memory.as_json()}

@@ -1,0 +1,72 @@
+"""Agents' document knowledge bases (SPEC 4, rows 15 and 16)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import Field
+
+from palaver.actions import knowledge
+from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.api.multipart import read_upload
+
+router = APIRouter(prefix="/api", tags=["knowledge"])
+
+
+class RagQuery(Body):
+    agentId: str
+    query: str = Field(min_length=1, max_length=8000)
+    topK: int = Field(default=5, ge=1, le=20)
+
+
+@router.post(
+    "/rag/upload",
+    responses=errors(403, 404, 413, 415),
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "file": {"type": "string", "format": "binary"},
+                            "agentId": {"type": "string"},
+                        },
+                        "required": ["file", "agentId"],
+                    }
+                }
+            }
+        }
+    },
+)
+async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any]:
+    """PDF, Markdown or plain text, told apart by content; the same file twice is kept once."""
+    limit = svc.settings.current.limits.maxUploadBytes
+    received, fields = await read_upload(request, knowledge.incoming_dir(svc), limit)
+    result = await knowledge.ingest(svc, fields.get("agentId"), received)
+    return result.as_json()
+
+
+@router.post("/rag/query", responses=errors(403, 404))
+async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
+    return (await knowledge.query(svc, body.agentId, body.query, body.topK)).as_json()
+
+
+@router.get("/rag/documents", responses=errors(403, 404))
+async def list_documents(_: Owner, svc: Svc, agentId: Annotated[str, Query()]) -> dict[str, Any]:
+    return {"documents": [d.as_json() for d in await svc.knowledge.documents(agentId)]}
+
+
+@router.delete("/rag/documents/{document_id}", responses=errors(403, 404))
+async def delete_document(document_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
+    await svc.knowledge.delete_document(document_id)
+    return {"ok": True}
+
+
+@router.post("/agents/{agent_id}/reindex", responses=errors(403, 404))
+async def reindex(agent_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
+    """Re-embed what an earlier embedding setting made; progress arrives as
+    `reindex_progress` events on the owner's sockets."""
+    await knowledge.start_reindex(svc, agent_id)
+    return {"ok": True}

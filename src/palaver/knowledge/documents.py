@@ -1,0 +1,175 @@
+"""Documents and chunks: their records and the SQL that stores them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from palaver.domain import iso
+from palaver.knowledge.chunk import Chunk
+from palaver.store.tables.core import agents
+from palaver.store.tables.knowledge import chunks, documents
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    agent_id: str
+    name: str
+    kind: str
+    bytes: int
+    pages: int | None
+    chunks: int
+    content_hash: str
+    created_at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "agentId": self.agent_id,
+            "name": self.name,
+            "kind": self.kind,
+            "bytes": self.bytes,
+            "pages": self.pages,
+            "chunks": self.chunks,
+            "createdAt": iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    id: str
+    document_id: str
+    document_name: str
+    heading_path: tuple[str, ...]
+    page: int | None
+    content: str
+
+
+def _document(row: Any) -> Document:
+    return Document(
+        id=row.id,
+        agent_id=row.agent_id,
+        name=row.name,
+        kind=row.kind,
+        bytes=row.bytes,
+        pages=row.pages,
+        chunks=row.chunks,
+        content_hash=row.content_hash,
+        created_at=row.created_at,
+    )
+
+
+async def agent_exists(conn: AsyncConnection, agent_id: str) -> bool:
+    return (
+        await conn.execute(select(agents.c.id).where(agents.c.id == agent_id))
+    ).first() is not None
+
+
+async def get(conn: AsyncConnection, document_id: str) -> Document | None:
+    row = (await conn.execute(select(documents).where(documents.c.id == document_id))).first()
+    return _document(row) if row else None
+
+
+async def find_by_hash(conn: AsyncConnection, agent_id: str, content_hash: str) -> Document | None:
+    query = select(documents).where(
+        documents.c.agent_id == agent_id, documents.c.content_hash == content_hash
+    )
+    row = (await conn.execute(query)).first()
+    return _document(row) if row else None
+
+
+async def list_for(conn: AsyncConnection, agent_id: str) -> list[Document]:
+    query = (
+        select(documents)
+        .where(documents.c.agent_id == agent_id)
+        .order_by(documents.c.created_at.desc(), documents.c.id.desc())
+    )
+    return [_document(row) for row in await conn.execute(query)]
+
+
+async def has_any(conn: AsyncConnection, agent_id: str) -> bool:
+    query = select(documents.c.id).where(documents.c.agent_id == agent_id).limit(1)
+    return (await conn.execute(query)).first() is not None
+
+
+async def insert_with_chunks(
+    conn: AsyncConnection, document: Document, parts: Sequence[tuple[str, Chunk]]
+) -> None:
+    await conn.execute(
+        insert(documents).values(
+            id=document.id,
+            agent_id=document.agent_id,
+            name=document.name,
+            kind=document.kind,
+            bytes=document.bytes,
+            pages=document.pages,
+            chunks=document.chunks,
+            content_hash=document.content_hash,
+            created_at=document.created_at,
+        )
+    )
+    rows = [
+        {
+            "id": chunk_id,
+            "agent_id": document.agent_id,
+            "document_id": document.id,
+            "ordinal": chunk.ordinal,
+            "heading_path": list(chunk.heading_path),
+            "page": chunk.page,
+            "tokens": chunk.tokens,
+            "content": chunk.content,
+        }
+        for chunk_id, chunk in parts
+    ]
+    for start in range(0, len(rows), 500):
+        await conn.execute(insert(chunks), rows[start : start + 500])
+
+
+async def chunk_ids(conn: AsyncConnection, document_id: str) -> list[str]:
+    query = select(chunks.c.id).where(chunks.c.document_id == document_id)
+    return list((await conn.execute(query)).scalars())
+
+
+async def delete_document(conn: AsyncConnection, document_id: str) -> None:
+    """Its chunks go by cascade, and the full-text rows with them (by trigger on SQLite)."""
+    await conn.execute(delete(documents).where(documents.c.id == document_id))
+
+
+async def load_chunks(
+    conn: AsyncConnection, agent_id: str, ids: Sequence[str]
+) -> dict[str, StoredChunk]:
+    """Looked up by id alone, the agent checked on the rows: with an agent condition in SQL,
+    SQLite walks the agent's index (100,000 rows: 120 ms) instead of the ids' (0.5 ms)."""
+    if not ids:
+        return {}
+    query = (
+        select(
+            chunks.c.id,
+            chunks.c.agent_id,
+            chunks.c.document_id,
+            documents.c.name,
+            chunks.c.heading_path,
+            chunks.c.page,
+            chunks.c.content,
+        )
+        .join(documents, documents.c.id == chunks.c.document_id)
+        .where(chunks.c.id.in_(list(ids)))
+    )
+    return {
+        row.id: StoredChunk(
+            id=row.id,
+            document_id=row.document_id,
+            document_name=row.name,
+            heading_path=tuple(row.heading_path),
+            page=row.page,
+            content=row.content,
+        )
+        for row in await conn.execute(query)
+        if row.agent_id == agent_id
+    }

@@ -1,0 +1,104 @@
+"""The SearchIndex port: full-text search over chunks and vector search over chunks and memories.
+
+Content rows (documents, chunks, memories) belong to their services; the index owns the
+vectors and answers searches. Text search covers the `chunks` table, whose full-text index
+each adapter keeps in step by schema (SQLite: FTS5 triggers; PostgreSQL: a tsvector column),
+so writing a chunk needs no index call. Writes take the caller's transaction, and an
+adapter's in-memory state changes only once that transaction has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import numpy as np
+
+from palaver.store.db import Tx
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+Kind = Literal["chunk", "memory"]
+KINDS: tuple[Kind, ...] = ("chunk", "memory")
+
+
+@dataclass(frozen=True)
+class Space:
+    """The embedder and dimension that made a vector; vectors of another space are stale."""
+
+    embedder: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An item to index; `channel_id` and `type` are the memory filters (None for chunks)."""
+
+    id: str
+    channel_id: str | None = None
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    """Cosine similarity for vector search; BM25 relevance (higher is better) for text search."""
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    total: int
+    stale: int
+    """Vectors of another space: excluded from vector search until re-embedded."""
+
+
+class SearchIndex(Protocol):
+    async def put(
+        self,
+        tx: Tx,
+        agent_id: str,
+        kind: Kind,
+        entries: Sequence[Entry],
+        vectors: NDArray[np.float32],
+        space: Space,
+    ) -> None:
+        """Insert or replace the vectors of `entries` (one row of `vectors` each)."""
+        ...
+
+    async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None: ...
+
+    async def drop_agent(self, tx: Tx, agent_id: str) -> None:
+        """Remove everything indexed for the agent; call it in the transaction deleting it."""
+        ...
+
+    async def text_search(self, agent_id: str, query: str, limit: int) -> list[Hit]:
+        """Chunks only, best first."""
+        ...
+
+    async def vector_search(
+        self,
+        agent_id: str,
+        kind: Kind,
+        vector: NDArray[np.float32],
+        space: Space,
+        limit: int,
+        *,
+        channel_id: str | None = None,
+        type: str | None = None,
+    ) -> list[Hit]:
+        """Exact cosine over the agent's current vectors, best first; `channel_id` and `type`
+        restrict memories to those learned in that channel or of that type."""
+        ...
+
+    async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]: ...
+
+    async def stale_ids(self, agent_id: str, kind: Kind, space: Space) -> list[str]:
+        """Items whose vector was made in another space, oldest first."""
+        ...
+
+    def forget(self, agent_id: str) -> None:
+        """Drop in-memory state for the agent (another node deleted it, or to free memory)."""
+        ...

@@ -1,0 +1,128 @@
+"""One agent's vectors of one kind, as a float32 matrix searched by exact cosine.
+
+A search may run in a worker thread while the event loop applies writes, so it works on a
+snapshot: appends go past the snapshot's rows into spare capacity, while replacing or removing
+rows builds new arrays and lists, leaving every snapshot as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from palaver.knowledge.index.base import Entry, Hit, Space
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    matrix: NDArray[np.float32]
+    ids: Sequence[str]
+    channels: Sequence[str | None]
+    types: Sequence[str | None]
+
+    @property
+    def size(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def top(
+        self,
+        query: NDArray[np.float32],
+        limit: int,
+        channel_id: str | None = None,
+        type: str | None = None,
+    ) -> list[Hit]:
+        """The best `limit` rows by dot product (cosine, rows being unit length); ties keep
+        insertion order so results are reproducible."""
+        n = self.size
+        if n == 0 or limit <= 0:
+            return []
+        scores = self.matrix @ query
+        available = n
+        if channel_id is not None or type is not None:
+            mask = np.fromiter(
+                (
+                    (channel_id is None or c == channel_id) and (type is None or t == type)
+                    for c, t in zip(self.channels[:n], self.types[:n], strict=True)
+                ),
+                dtype=bool,
+                count=n,
+            )
+            scores = np.where(mask, scores, -np.inf)
+            available = int(mask.sum())
+        k = min(limit, available)
+        if k == 0:
+            return []
+        best = np.sort(np.argpartition(-scores, k - 1)[:k]) if k < n else np.arange(n)
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [Hit(self.ids[i], float(scores[i])) for i in best]
+
+
+class VectorMatrix:
+    def __init__(self, space: Space, capacity: int = 16) -> None:
+        self.space = space
+        self._buf = np.empty((max(capacity, 1), space.dim), dtype=np.float32)
+        self._n = 0
+        self._ids: list[str] = []
+        self._channels: list[str | None] = []
+        self._types: list[str | None] = []
+        self._pos: dict[str, int] = {}
+
+    @classmethod
+    def from_rows(
+        cls, space: Space, entries: Sequence[Entry], data: Sequence[bytes]
+    ) -> VectorMatrix:
+        matrix = cls(space, capacity=len(entries) + len(entries) // 8 + 16)
+        if entries:
+            flat = np.frombuffer(b"".join(data), dtype=np.float32)
+            matrix._append(entries, flat.reshape(len(entries), space.dim))
+        return matrix
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self._buf[: self._n], self._ids, self._channels, self._types)
+
+    def upsert(self, entries: Sequence[Entry], vectors: NDArray[np.float32]) -> None:
+        fresh = [(e, v) for e, v in zip(entries, vectors, strict=True) if e.id not in self._pos]
+        known = [(e, v) for e, v in zip(entries, vectors, strict=True) if e.id in self._pos]
+        if known:
+            self._buf = self._buf.copy()
+            self._channels = list(self._channels)
+            self._types = list(self._types)
+            for entry, vector in known:
+                row = self._pos[entry.id]
+                self._buf[row] = vector
+                self._channels[row] = entry.channel_id
+                self._types[row] = entry.type
+        if fresh:
+            self._append([e for e, _ in fresh], np.stack([v for _, v in fresh]))
+
+    def remove(self, ids: Iterable[str]) -> None:
+        drop = {self._pos[i] for i in ids if i in self._pos}
+        if not drop:
+            return
+        keep = [row for row in range(self._n) if row not in drop]
+        self._buf = self._buf[keep].copy() if keep else np.empty((1, self.space.dim), np.float32)
+        self._ids = [self._ids[row] for row in keep]
+        self._channels = [self._channels[row] for row in keep]
+        self._types = [self._types[row] for row in keep]
+        self._n = len(keep)
+        self._pos = {item_id: row for row, item_id in enumerate(self._ids)}
+
+    def _append(self, entries: Sequence[Entry], vectors: NDArray[np.float32]) -> None:
+        needed = self._n + len(entries)
+        if needed > self._buf.shape[0]:
+            grown = np.empty((max(needed, 2 * self._buf.shape[0]), self.space.dim), np.float32)
+            grown[: self._n] = self._buf[: self._n]
+            self._buf = grown
+        self._buf[self._n : needed] = vectors
+        for offset, entry in enumerate(entries):
+            self._pos[entry.id] = self._n + offset
+            self._ids.append(entry.id)
+            self._channels.append(entry.channel_id)
+            self._types.append(entry.type)
+        self._n = needed

@@ -1,0 +1,261 @@
+"""The knowledge base: what the upload and query routes, the rag_query tool and prompt
+injection call. Every agent's documents are private to it."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import numpy as np
+
+from palaver.errors import Invalid, NotFound
+from palaver.ids import new_id
+from palaver.knowledge import documents as repo
+from palaver.knowledge.chunk import Chunk, chunk_document, embedding_text
+from palaver.knowledge.documents import Document
+from palaver.knowledge.embed import Embedder, current_space
+from palaver.knowledge.fusion import DEPTH, fuse
+from palaver.knowledge.index.base import Entry, SearchIndex, Space
+from palaver.knowledge.parse import ParsedDocument, UnreadableDocument, parse_document
+from palaver.knowledge.rerank import RERANK_DEPTH, Reranker
+from palaver.store.db import Database
+from palaver.store.tables.base import utcnow
+
+MAX_TOP_K = 20
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    document: Document
+    duplicate: bool
+    """The same bytes were already in this agent's knowledge base; nothing new was stored."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"document": self.document.as_json(), "duplicate": self.duplicate}
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    chunk_id: str
+    document_id: str
+    document_name: str
+    content: str
+    heading_path: tuple[str, ...]
+    page: int | None
+    score: float
+    """The fusion score; the order of results is the re-scored one when `relevance` is set."""
+    text_rank: int | None
+    vector_rank: int | None
+    relevance: float | None = None
+    """The language model's 0-10 grade, when the results were re-scored."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "chunkId": self.chunk_id,
+            "documentId": self.document_id,
+            "documentName": self.document_name,
+            "content": self.content,
+            "headingPath": list(self.heading_path),
+            "page": self.page,
+            "score": self.score,
+            "textRank": self.text_rank,
+            "vectorRank": self.vector_rank,
+            "relevance": self.relevance,
+        }
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    results: list[ChunkResult]
+    reranked: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"results": [r.as_json() for r in self.results], "reranked": self.reranked}
+
+
+def document_name(filename: str) -> str:
+    """The file's own name, without any client path, control characters or excess length."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return " ".join(_UNSAFE_NAME.sub(" ", base).split())[:255] or "document"
+
+
+def _prepare(name: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
+    parsed = parse_document(name, data)
+    return parsed, chunk_document(parsed)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class KnowledgeBase:
+    def __init__(self, db: Database, index: SearchIndex, embedder: Callable[[], Embedder]) -> None:
+        """`embedder` returns the embedder the settings choose now, so a change of setting
+        takes effect without rebuilding the service."""
+        self._db = db
+        self._index = index
+        self._embedder = embedder
+
+    async def ingest(self, agent_id: str, filename: str, data: bytes) -> IngestResult:
+        """Parse, chunk, embed and index a document. Raises NotFound for an unknown agent,
+        UnsupportedDocument (415) or UnreadableDocument (400) for a bad file."""
+        name = document_name(filename)
+        digest = await anyio.to_thread.run_sync(_sha256, data)
+        async with self._db.read() as conn:
+            if not await repo.agent_exists(conn, agent_id):
+                raise NotFound(f"There is no agent '{agent_id}'.")
+            existing = await repo.find_by_hash(conn, agent_id, digest)
+        if existing is not None:
+            return IngestResult(existing, duplicate=True)
+        parsed, parts = await anyio.to_thread.run_sync(_prepare, name, data)
+        if not parts:
+            raise UnreadableDocument("The document contains no text.")
+        embedder = self._embedder()
+        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in parts])
+        space = Space(embedder.name, int(vectors.shape[1]))
+        document = Document(
+            id=new_id("doc"),
+            agent_id=agent_id,
+            name=name,
+            kind=parsed.kind,
+            bytes=len(data),
+            pages=parsed.page_count,
+            chunks=len(parts),
+            content_hash=digest,
+            created_at=utcnow(),
+        )
+        ids = [new_id("chunk") for _ in parts]
+        async with self._db.write() as tx:
+            if not await repo.agent_exists(tx.conn, agent_id):
+                raise NotFound(f"There is no agent '{agent_id}'.")
+            existing = await repo.find_by_hash(tx.conn, agent_id, digest)
+            if existing is not None:
+                return IngestResult(existing, duplicate=True)
+            await repo.insert_with_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
+            await self._index.put(tx, agent_id, "chunk", [Entry(i) for i in ids], vectors, space)
+        return IngestResult(document, duplicate=False)
+
+    async def documents(self, agent_id: str) -> list[Document]:
+        """Newest first."""
+        async with self._db.read() as conn:
+            if not await repo.agent_exists(conn, agent_id):
+                raise NotFound(f"There is no agent '{agent_id}'.")
+            return await repo.list_for(conn, agent_id)
+
+    async def document(self, document_id: str) -> Document:
+        async with self._db.read() as conn:
+            found = await repo.get(conn, document_id)
+        if found is None:
+            raise NotFound(f"There is no document '{document_id}'.")
+        return found
+
+    async def delete_document(self, document_id: str) -> Document:
+        """Removes the document with its chunks, their text index and their vectors."""
+        async with self._db.write() as tx:
+            found = await repo.get(tx.conn, document_id)
+            if found is None:
+                raise NotFound(f"There is no document '{document_id}'.")
+            ids = await repo.chunk_ids(tx.conn, document_id)
+            await self._index.delete(tx, found.agent_id, "chunk", ids)
+            await repo.delete_document(tx.conn, document_id)
+        return found
+
+    async def query(
+        self, agent_id: str, query: str, top_k: int = 5, reranker: Reranker | None = None
+    ) -> QueryResult:
+        """Hybrid search: text and vector top 20, fused by RRF, the top 10 re-scored when a
+        reranker is given, then the best `top_k` (1 to 20)."""
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise Invalid(f"topK must be between 1 and {MAX_TOP_K}.")
+        if not query.strip():
+            raise Invalid("The query is empty.")
+        async with self._db.read() as conn:
+            if not await repo.agent_exists(conn, agent_id):
+                raise NotFound(f"There is no agent '{agent_id}'.")
+        return await self._search(agent_id, query, top_k, reranker)
+
+    async def relevant_chunks(
+        self, agent_id: str, text: str, k: int = 5, reranker: Reranker | None = None
+    ) -> list[ChunkResult]:
+        """For prompt injection: nothing, cheaply, when the agent has no documents."""
+        if not text.strip() or k <= 0:
+            return []
+        async with self._db.read() as conn:
+            if not await repo.has_any(conn, agent_id):
+                return []
+        return (await self._search(agent_id, text, min(k, MAX_TOP_K), reranker)).results
+
+    async def _search(
+        self, agent_id: str, query: str, top_k: int, reranker: Reranker | None
+    ) -> QueryResult:
+        embedder = self._embedder()
+        vector = (await embedder.embed([query]))[0]
+        space = Space(embedder.name, int(vector.shape[0]))
+        async with anyio.create_task_group() as group:
+            found: dict[str, list[str]] = {}
+
+            async def text_search() -> None:
+                hits = await self._index.text_search(agent_id, query, DEPTH)
+                found["text"] = [h.id for h in hits]
+
+            async def vector_search() -> None:
+                hits = await self._index.vector_search(agent_id, "chunk", vector, space, DEPTH)
+                found["vector"] = [h.id for h in hits]
+
+            group.start_soon(text_search)
+            group.start_soon(vector_search)
+        fused = fuse(found["text"], found["vector"])
+        async with self._db.read() as conn:
+            stored = await repo.load_chunks(conn, agent_id, [f.id for f in fused])
+        results = [
+            ChunkResult(
+                chunk_id=f.id,
+                document_id=stored[f.id].document_id,
+                document_name=stored[f.id].document_name,
+                content=stored[f.id].content,
+                heading_path=stored[f.id].heading_path,
+                page=stored[f.id].page,
+                score=f.score,
+                text_rank=f.text_rank,
+                vector_rank=f.vector_rank,
+            )
+            for f in fused
+            if f.id in stored
+        ]
+        reranked = False
+        if reranker is not None and results:
+            head = results[:RERANK_DEPTH]
+            grades = await reranker.grade(query, [r.content for r in head])
+            if grades is not None:
+                order = sorted(range(len(head)), key=lambda i: -grades[i])
+                graded = [replace(head[i], relevance=grades[i]) for i in order]
+                results = graded + results[RERANK_DEPTH:]
+                reranked = True
+        return QueryResult(results[:top_k], reranked)
+
+    async def stale(self, agent_id: str) -> list[str]:
+        """Chunks whose vectors another embedder made (see `reindex.reindex_agent`)."""
+        space = await current_space(self._embedder())
+        return await self._index.stale_ids(agent_id, "chunk", space)
+
+    async def reembed(self, agent_id: str, ids: Sequence[str]) -> None:
+        async with self._db.read() as conn:
+            stored = await repo.load_chunks(conn, agent_id, ids)
+        if not stored:
+            return
+        chosen = list(stored.values())
+        embedder = self._embedder()
+        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in chosen])
+        space = Space(embedder.name, int(vectors.shape[1]))
+        async with self._db.write() as tx:
+            still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])
+            keep = [i for i, c in enumerate(chosen) if c.id in still]
+            entries = [Entry(chosen[i].id) for i in keep]
+            await self._index.put(
+                tx, agent_id, "chunk", entries, vectors[np.array(keep, int)], space
+            )

@@ -1,0 +1,284 @@
+"""The SQLite SearchIndex: BM25 text search, exact cosine over a cached matrix kept in step
+with committed writes only, memory filters, stale vectors and agent removal."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from sqlalchemy import delete, func, select, text
+
+from palaver.knowledge import documents as repo
+from palaver.knowledge.chunk import Chunk
+from palaver.knowledge.documents import Document
+from palaver.knowledge.index.base import Entry, IndexStatus, Kind, Space
+from palaver.knowledge.index.matrix import VectorMatrix
+from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms
+from palaver.store.db import Database
+from palaver.store.tables.base import utcnow
+from palaver.store.tables.core import agents
+from palaver.store.tables.knowledge import vectors
+from tests.knowledge.helpers import AGENT, OTHER_AGENT
+
+SPACE = Space("test/random", 8)
+OTHER_SPACE = Space("test/other", 8)
+
+
+def unit(seed: int, dim: int = 8) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def stack(*seeds: int) -> np.ndarray:
+    return np.stack([unit(s) for s in seeds])
+
+
+async def put(
+    db: Database, index: SqliteSearchIndex, agent: str, entries: list[Entry], space: Space = SPACE
+) -> None:
+    async with db.write() as tx:
+        seeds = [int(e.id.rsplit("_", 1)[-1]) for e in entries]
+        await index.put(tx, agent, "memory", entries, stack(*seeds), space)
+
+
+async def add_document(db: Database, agent: str, doc_id: str, texts: list[str]) -> list[str]:
+    document = Document(
+        doc_id, agent, f"{doc_id}.md", "markdown", 1, None, len(texts), doc_id, utcnow()
+    )
+    ids = [f"chunk_{doc_id}_{i}" for i in range(len(texts))]
+    parts = [(ids[i], Chunk(i, t, ("Guide", f"Part {i}"), None, 10)) for i, t in enumerate(texts)]
+    async with db.write() as tx:
+        await repo.insert_with_chunks(tx.conn, document, parts)
+    return ids
+
+
+async def test_vector_search_is_exact_cosine_best_first(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 30)])
+    query = unit(7)
+    hits = await index.vector_search(AGENT, "memory", query, SPACE, 5)
+    expected = sorted(range(1, 30), key=lambda i: -float(unit(i) @ query))[:5]
+    assert [h.id for h in hits] == [f"mem_{i}" for i in expected]
+    assert hits[0].id == "mem_7" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_searches_never_cross_agents(db: Database, index: SqliteSearchIndex) -> None:
+    await put(db, index, AGENT, [Entry("mem_1")])
+    await put(db, index, OTHER_AGENT, [Entry("mem_2")])
+    await add_document(db, AGENT, "doc_a", ["zebras graze on the savanna"])
+    await add_document(db, OTHER_AGENT, "doc_b", ["zebras sleep standing up"])
+    assert [h.id for h in await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)] == [
+        "mem_1"
+    ]
+    assert [h.id for h in await index.text_search(AGENT, "zebras", 5)] == ["chunk_doc_a_0"]
+
+
+async def test_the_matrix_changes_only_when_the_write_commits(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await put(db, index, AGENT, [Entry("mem_1")])
+    assert len(await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)) == 1
+    async with db.write() as tx:
+        await index.put(tx, AGENT, "memory", [Entry("mem_2")], stack(2), SPACE)
+        inside = await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)
+        assert [h.id for h in inside] == ["mem_1"]
+    after = await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)
+    assert [h.id for h in after] == ["mem_2", "mem_1"]
+
+    with pytest.raises(RuntimeError):
+        async with db.write() as tx:
+            await index.put(tx, AGENT, "memory", [Entry("mem_3")], stack(3), SPACE)
+            raise RuntimeError("roll back")
+    assert "mem_3" not in [
+        h.id for h in await index.vector_search(AGENT, "memory", unit(3), SPACE, 5)
+    ]
+    assert "mem_3" not in [
+        h.id for h in await index.vector_search(AGENT, "memory", unit(3), SPACE, 5)
+    ]
+
+
+class SlowLoadIndex(SqliteSearchIndex):
+    """Holds a matrix load after its read, so that a write can commit in between."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.read_done = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def _load(self, agent_id: str, kind: Kind, space: Space) -> VectorMatrix:
+        matrix = await super()._load(agent_id, kind, space)
+        self.read_done.set()
+        await self.release.wait()
+        return matrix
+
+
+async def test_a_write_committed_during_a_load_is_not_lost(db: Database) -> None:
+    index = SlowLoadIndex(db)
+    await put(db, index, AGENT, [Entry("mem_1")])
+    search = asyncio.create_task(index.vector_search(AGENT, "memory", unit(2), SPACE, 5))
+    await index.read_done.wait()
+    await put(db, index, AGENT, [Entry("mem_2")])
+    index.release.set()
+    assert [h.id for h in await search] == ["mem_2", "mem_1"]
+    assert len(await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)) == 2
+
+
+async def test_memory_filters_by_channel_and_type(db: Database, index: SqliteSearchIndex) -> None:
+    await put(
+        db,
+        index,
+        AGENT,
+        [
+            Entry("mem_1", "ch_dm", "semantic"),
+            Entry("mem_2", "ch_guests", "episodic"),
+            Entry("mem_3", "ch_guests", "semantic"),
+        ],
+    )
+    in_room = await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_guests")
+    assert sorted(h.id for h in in_room) == ["mem_2", "mem_3"]
+    typed = await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, type="semantic")
+    assert sorted(h.id for h in typed) == ["mem_1", "mem_3"]
+    both = await index.vector_search(
+        AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_guests", type="episodic"
+    )
+    assert [h.id for h in both] == ["mem_2"]
+    assert await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_x") == []
+
+
+async def test_replacing_a_vector_moves_its_filters(db: Database, index: SqliteSearchIndex) -> None:
+    await put(db, index, AGENT, [Entry("mem_1", "ch_a", "semantic")])
+    await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
+    await put(db, index, AGENT, [Entry("mem_1", "ch_b", "semantic")])
+    assert await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_a") == []
+    moved = await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_b")
+    assert [h.id for h in moved] == ["mem_1"]
+
+
+async def test_text_search_ranks_by_bm25_and_reads_headings(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await add_document(
+        db,
+        AGENT,
+        "doc_a",
+        [
+            "The kettle boils water for tea.",
+            "Tea leaves steep for three minutes; steeping tea longer makes bitter tea.",
+            "Coffee needs hotter water than green tea.",
+        ],
+    )
+    hits = await index.text_search(AGENT, "how long should tea steep?", 10)
+    assert hits[0].id == "chunk_doc_a_1"
+    assert "chunk_doc_a_0" not in {h.id for h in hits}, "'tea' is in every chunk: no weight"
+    assert all(h.score > 0 for h in hits)
+    by_heading = await index.text_search(AGENT, "part 2", 10)
+    assert by_heading[0].id == "chunk_doc_a_2"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "NEAR(a b)", "tea AND OR NOT", "col:tea", "te*", "()", "-tea", "^tea", "'"],
+)
+async def test_user_text_is_never_fts_syntax(
+    db: Database, index: SqliteSearchIndex, query: str
+) -> None:
+    await add_document(db, AGENT, "doc_a", ["tea and biscuits"])
+    await index.text_search(AGENT, query, 5)
+
+
+def test_query_terms_are_quoted_words_without_stop_words() -> None:
+    assert query_terms("What is the capital of France?") == ['"capital"', '"france"']
+    assert query_terms("the THE the") == ['"the"']
+    assert query_terms("?!") == []
+
+
+async def test_deleting_vectors_and_chunks(db: Database, index: SqliteSearchIndex) -> None:
+    await put(db, index, AGENT, [Entry("mem_1"), Entry("mem_2")])
+    await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
+    async with db.write() as tx:
+        await index.delete(tx, AGENT, "memory", ["mem_1"])
+    assert [h.id for h in await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)] == [
+        "mem_2"
+    ]
+    await add_document(db, AGENT, "doc_a", ["walruses are large"])
+    async with db.write() as tx:
+        await repo.delete_document(tx.conn, "doc_a")
+    assert await index.text_search(AGENT, "walruses", 5) == []
+
+
+async def test_stale_vectors_are_reported_and_left_out(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await put(db, index, AGENT, [Entry("mem_1"), Entry("mem_2")], space=OTHER_SPACE)
+    await put(db, index, AGENT, [Entry("mem_3")])
+    status = await index.status(AGENT, SPACE)
+    assert status == {"chunk": IndexStatus(0, 0), "memory": IndexStatus(total=3, stale=2)}
+    assert await index.stale_ids(AGENT, "memory", SPACE) == ["mem_1", "mem_2"]
+    hits = await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
+    assert [h.id for h in hits] == ["mem_3"]
+    await put(db, index, AGENT, [Entry("mem_1")])
+    assert await index.stale_ids(AGENT, "memory", SPACE) == ["mem_2"]
+    hits = await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
+    assert [h.id for h in hits] == ["mem_1", "mem_3"]
+
+
+async def test_dropping_an_agent_removes_its_rows_and_matrices(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await put(db, index, AGENT, [Entry("mem_1")])
+    await add_document(db, AGENT, "doc_a", ["narwhals have tusks"])
+    await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
+    async with db.write() as tx:
+        await index.drop_agent(tx, AGENT)
+        await tx.conn.execute(delete(agents).where(agents.c.id == AGENT))
+    assert await index.vector_search(AGENT, "memory", unit(1), SPACE, 5) == []
+    assert await index.text_search(AGENT, "narwhals", 5) == []
+    async with db.read() as conn:
+        assert (await conn.execute(select(func.count()).select_from(vectors))).scalar() == 0
+        leftover = await conn.execute(
+            text("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'narwhals'")
+        )
+        assert leftover.scalar() == 0
+
+
+async def test_large_matrices_are_scanned_in_a_worker_thread_with_the_same_answer(
+    db: Database,
+) -> None:
+    inline, threaded = SqliteSearchIndex(db), SqliteSearchIndex(db, thread_threshold=0)
+    await put(db, inline, AGENT, [Entry(f"mem_{i}") for i in range(1, 50)])
+    for index in (inline, threaded):
+        hits = await index.vector_search(AGENT, "memory", unit(11), SPACE, 3)
+        assert hits[0].id == "mem_11"
+    first = await inline.vector_search(AGENT, "memory", unit(5), SPACE, 10)
+    assert first == await threaded.vector_search(AGENT, "memory", unit(5), SPACE, 10)
+
+
+def test_a_snapshot_survives_later_changes_to_its_matrix() -> None:
+    matrix = VectorMatrix(SPACE, capacity=2)
+    matrix.upsert([Entry("a"), Entry("b")], stack(1, 2))
+    before = matrix.snapshot()
+    matrix.upsert([Entry("c"), Entry("a")], stack(3, 4))
+    matrix.remove(["b"])
+    assert list(before.ids[: before.size]) == ["a", "b"]
+    assert np.allclose(before.matrix, stack(1, 2))
+    now = matrix.snapshot()
+    assert list(now.ids) == ["a", "c"] and np.allclose(now.matrix, stack(4, 3))
+    assert [h.id for h in now.top(unit(3), 1)] == ["c"]
+
+
+async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    await add_document(
+        db,
+        AGENT,
+        "doc_a",
+        ["common words everywhere", "common words and a rare heron", "common fox", "common owl"],
+    )
+    hits = await index.text_search(AGENT, "common heron", 10)
+    assert [h.id for h in hits] == ["chunk_doc_a_1"], "'common' alone matches nothing useful"
+    only_common = await index.text_search(AGENT, "common", 10)
+    assert len(only_common) == 4, "when every term is common, the rarest one still searches"
