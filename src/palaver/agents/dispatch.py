@@ -62,7 +62,12 @@ class Dispatcher:
         return task
 
     async def reply(self, req: ReplyRequest) -> Message:
-        """Run a reply in its agent's turn in the channel and wait for it."""
+        """Run a reply in its agent's turn in the channel and wait for it.
+
+        A reply asked for by another agent (`call_agent`) does not wait for the turn: two agents
+        each waiting, mid-reply, for the other's turn would wait forever."""
+        if req.call_path:
+            return await self.runner.run(req)
         key = (req.channel.id, req.agent.id)
         turn = self._turns.setdefault(key, _Turn(asyncio.Lock()))
         turn.waiting += 1
