@@ -48,7 +48,20 @@ def _match_id(content: str, start: int, by_id: dict[str, Agent]) -> Agent | None
 
 def _match_name(content: str, start: int, agents: list[Agent]) -> Agent | None:
     for agent in agents:
-        end = start + len(agent.name)
-        if content[start:end].casefold() == agent.name.casefold() and _ends_word(content, end):
+        end = _folded_end(content, start, agent.name.casefold())
+        if end is not None and _ends_word(content, end):
             return agent
     return None
+
+
+def _folded_end(content: str, start: int, folded_name: str) -> int | None:
+    """Where `folded_name` ends in `content` from `start`, comparing case-folded text.
+
+    Folding can change lengths ("ß" is "ss", as is "SS"), so the text is folded a character at
+    a time until it is as long as the name."""
+    folded = ""
+    end = start
+    while end < len(content) and len(folded) < len(folded_name):
+        folded += content[end].casefold()
+        end += 1
+    return end if folded == folded_name else None
