@@ -11,10 +11,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import Api, Server
 
 SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
+
+
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.load_profile("repeatable")
+"""Property tests explore the same examples on every run: CI must not fail by chance."""
 
 
 @pytest.fixture(scope="session")
