@@ -1,8 +1,9 @@
 """Every HTTP endpoint, with who may call it: the table the auth matrix and the OpenAPI tests share.
 
 A path names what it acts on in braces: {agent}, {channel}, {message}, {guest}, {upload},
-{chain}, {schedule}. The channel (and the chain in it) is one the matrix's guest is not a member
-of; the agent and guest of a DELETE are made for that one request.
+{chain}, {schedule}, {document} (one of the agent's documents), {memory} (one of the agent's
+memories). The channel (and the chain in it) is one the matrix's guest is not a member of; the
+agent, guest, document and memory of a DELETE are made for that one request.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class Endpoint:
     path: str
     json: Callable[[Targets], Any] | None = None
     upload: bool = False
+    form: Callable[[Targets], dict[str, str]] | None = None
+    """The form fields sent beside the file of an upload."""
     admin: bool = False
     """Owner only: a guest gets 403."""
     scoped: bool = False
@@ -131,6 +134,62 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=_e(404, 409),
         openapi_path="/api/chains/{chain_id}/{action}",
     ),
+    Endpoint(
+        "POST",
+        "/api/rag/upload",
+        upload=True,
+        form=lambda t: {"agentId": t["agent"]},
+        admin=True,
+        errors=_e(403, 404, 413, 415),
+    ),
+    Endpoint(
+        "POST",
+        "/api/rag/query",
+        json=lambda t: {"agentId": t["agent"], "query": "hello", "topK": 3},
+        admin=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint("GET", "/api/rag/documents?agentId={agent}", admin=True, errors=_e(403, 404)),
+    Endpoint(
+        "DELETE",
+        "/api/rag/documents/{document}",
+        admin=True,
+        consumes="document",
+        errors=_e(403, 404),
+    ),
+    Endpoint("POST", "/api/agents/{agent}/reindex", admin=True, errors=_e(403, 404)),
+    Endpoint("GET", "/api/agents/{agent}/memories?type=semantic", admin=True, errors=_e(403, 404)),
+    Endpoint(
+        "POST",
+        "/api/agents/{agent}/memories",
+        json=lambda t: {"content": f"The owner mentioned {unique()}.", "type": "episodic"},
+        admin=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint(
+        "PUT",
+        "/api/agents/{agent}/memories/{memory}",
+        json=lambda t: {"content": f"The owner likes {unique()}."},
+        admin=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint(
+        "DELETE",
+        "/api/agents/{agent}/memories/{memory}",
+        admin=True,
+        consumes="memory",
+        errors=_e(403, 404),
+    ),
+    Endpoint(
+        "GET", "/api/agents/{agent}/memories/{memory}/versions", admin=True, errors=_e(403, 404)
+    ),
+    Endpoint(
+        "POST",
+        "/api/agents/{agent}/memories/{memory}/restore",
+        json=lambda t: {"version": 1},
+        admin=True,
+        errors=_e(403, 404),
+    ),
     Endpoint("GET", "/api/schedules", admin=True, errors=_e(403, 404)),
     Endpoint(
         "DELETE", "/api/schedules/{schedule}", admin=True, owner_status=404, errors=_e(403, 404)
@@ -153,6 +212,8 @@ def openapi_template(endpoint: Endpoint) -> str:
         ("{guest}", "{guest_id}"),
         ("{chain}", "{chain_id}"),
         ("{schedule}", "{schedule_id}"),
+        ("{document}", "{document_id}"),
+        ("{memory}", "{memory_id}"),
         ("{upload}", "/uploads/{month}/{name}"),
     ):
         path = path.replace(name, param)

@@ -19,7 +19,28 @@ from tests.support import (
     new_channel,
     post,
     revoked_login,
+    unique,
 )
+
+
+def new_document(owner: Api, agent_id: str) -> str:
+    text = f"A note about {unique()}.".encode()
+    body = owner.ok(
+        "POST",
+        "/api/rag/upload",
+        files={"file": ("note.txt", text, "text/plain")},
+        data={"agentId": agent_id},
+    )
+    document_id: str = body["document"]["id"]
+    return document_id
+
+
+def new_memory(owner: Api, agent_id: str) -> str:
+    body = owner.ok(
+        "POST", f"/api/agents/{agent_id}/memories", json={"content": "The owner drinks tea."}
+    )
+    memory_id: str = body["memory"]["id"]
+    return memory_id
 
 
 @dataclass
@@ -37,6 +58,11 @@ class World:
             guest = Guest(self.server, self.owner)
             guest.close()
             targets["guest"] = guest.id
+        elif endpoint.consumes == "document":
+            targets["document"] = new_document(self.owner, targets["agent"])
+        elif endpoint.consumes == "memory":
+            targets["agent"] = new_agent(self.owner)["id"]
+            targets["memory"] = new_memory(self.owner, targets["agent"])
         return targets
 
     def call(self, api: httpx.Client, endpoint: Endpoint) -> httpx.Response:
@@ -44,7 +70,8 @@ class World:
         path = endpoint.path.format(**targets)
         if endpoint.upload:
             files = {"file": ("note.txt", b"hello", "text/plain")}
-            return api.request(endpoint.method, path, files=files)
+            data = endpoint.form(targets) if endpoint.form else None
+            return api.request(endpoint.method, path, files=files, data=data)
         body = endpoint.json(targets) if endpoint.json else None
         return api.request(endpoint.method, path, json=body)
 
@@ -65,6 +92,8 @@ def world(server: Server, owner: Api) -> Iterator[World]:
         "upload": upload,
         "chain": chain,
         "schedule": "sched_none",
+        "document": new_document(owner, agent),
+        "memory": new_memory(owner, agent),
     }
     yield World(server, owner, guest, targets)
     guest.close()

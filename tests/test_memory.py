@@ -11,18 +11,27 @@ The threshold texts were chosen by measuring their similarity to BASE with the m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
+from sqlalchemy import select
 
 from palaver.errors import Invalid, NotFound
-from palaver.knowledge.embed import LocalEmbedder
+from palaver.knowledge.embed import Embedder, LocalEmbedder
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.memory import MemoryStore
 from palaver.settings import MemoryConfig
 from palaver.store.db import Database
-from tests.knowledge.helpers import AGENT, OTHER_AGENT, knowledge_template, open_copy
+from palaver.store.tables.knowledge import vectors
+from tests.knowledge.helpers import (
+    AGENT,
+    OTHER_AGENT,
+    RenamedEmbedder,
+    knowledge_template,
+    open_copy,
+)
 
 BASE = "The owner's favourite programming language is Python."
 JUST_ABOVE_DUPLICATE = "The owner's favourite language for scripting is Python."
@@ -248,3 +257,27 @@ async def test_concurrent_identical_writes_store_one_memory(store: MemoryStore) 
     results = await asyncio.gather(*(store.write(AGENT, BASE) for _ in range(4)))
     assert sorted(r.action for r in results) == ["inserted", "skipped", "skipped", "skipped"]
     assert len(await store.list_memories(AGENT)) == 1
+
+
+async def test_a_memory_deleted_while_it_is_re_embedded_gets_no_vector_back(
+    db: Database, local: LocalEmbedder, config: MemoryConfig
+) -> None:
+    """A slow re-embedding (a remote endpoint) must not resurrect a memory's vector."""
+    embedders: dict[str, Embedder] = {"current": local}
+    store = MemoryStore(db, SqliteSearchIndex(db), lambda: embedders["current"], lambda: config)
+    kept = (await store.write(AGENT, BASE)).memory
+    gone = (await store.write(AGENT, UNRELATED)).memory
+
+    class DeletesMeanwhile(RenamedEmbedder):
+        async def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if self.calls == 0:
+                await store.delete(AGENT, gone.id)
+            return await super().embed(texts)
+
+    embedders["current"] = DeletesMeanwhile(local, "local/renamed")
+    assert set(await store.stale(AGENT)) == {kept.id, gone.id}
+    await store.reembed(AGENT, [kept.id, gone.id])
+    async with db.read() as conn:
+        rows = await conn.execute(select(vectors.c.item_id, vectors.c.embedder))
+        assert list(rows) == [(kept.id, "local/renamed")]
+    assert [m.memory.id for m in await store.search(AGENT, UNRELATED)] == [kept.id]

@@ -313,6 +313,8 @@ class MemoryStore:
         return await self._index.stale_ids(agent_id, "memory", space)
 
     async def reembed(self, agent_id: str, ids: Sequence[str]) -> None:
+        """A memory deleted while its text is embedded (deleting does not wait for the agent's
+        lock) gets no vector back: an orphan vector would hide a real match from `write`."""
         embedder = self._embedder()
         async with self._locks.setdefault(agent_id, asyncio.Lock()):
             query = select(memories).where(
@@ -325,8 +327,13 @@ class MemoryStore:
             vectors = await embedder.embed([m.content for m in found])
             space = Space(embedder.name, int(vectors.shape[1]))
             async with self._db.write() as tx:
-                entries = [Entry(m.id, m.channel_id, m.type) for m in found]
-                await self._index.put(tx, agent_id, "memory", entries, vectors, space)
+                query = select(memories.c.id).where(memories.c.id.in_([m.id for m in found]))
+                still = set((await tx.conn.execute(query)).scalars())
+                keep = [i for i, m in enumerate(found) if m.id in still]
+                entries = [Entry(found[i].id, found[i].channel_id, found[i].type) for i in keep]
+                await self._index.put(
+                    tx, agent_id, "memory", entries, vectors[np.array(keep, int)], space
+                )
 
     async def _similar(
         self, agent_id: str, text: str, k: int, type: str | None, only_channel: str | None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from palaver.store.tables.knowledge import (
     memory_versions,
     vectors,
 )
+from tests.fakes.server import RecordedRequest
 
 KNOWLEDGE_TABLES = (documents, chunks, memories, memory_versions, vectors)
 
@@ -151,3 +153,18 @@ class RenamedEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         return await self.inner.embed(texts)
+
+
+_PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+
+
+def is_grading(request: RecordedRequest) -> bool:
+    """Whether a request to a fake model asks it to re-score passages rather than to reply."""
+    system: str = request.body["messages"][0]["content"]
+    return system.startswith("You grade search results.")
+
+
+def graded_passages(request: RecordedRequest) -> list[str]:
+    """The passages a re-scoring request asks the model to grade, in order."""
+    prompt: str = request.body["messages"][-1]["content"]
+    return [m.group(2) for m in _PASSAGE.finditer(prompt.split("Passages:", 1)[1])]

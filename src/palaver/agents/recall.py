@@ -1,7 +1,13 @@
 """What an agent recalls before it answers (SPEC 1, steps 6 and 7): its relevant memories,
-when `autoInjectMemory` is on, and the passages of its documents that bear on the message."""
+when `autoInjectMemory` is on, and the passages of its documents that bear on the message.
+
+Recall improves a reply but is never a reason for it to fail: when the embedding endpoint
+fails, the agent answers without the section (and the failure is logged).
+"""
 
 from __future__ import annotations
+
+import logging
 
 from palaver.domain import Agent, Channel, Message
 from palaver.knowledge.rerank import ModelReranker, Reranker
@@ -12,6 +18,8 @@ from palaver.memory import MemoryStore
 from palaver.store import agents as agents_store
 from palaver.store.db import Database
 from palaver.tools.memory import privacy_scope
+
+log = logging.getLogger(__name__)
 
 INJECTED_CHUNKS = 5
 
@@ -44,9 +52,12 @@ class MemorySection:
     async def __call__(self, agent: Agent, channel: Channel, message: Message) -> str | None:
         if not agent.auto_inject_memory:
             return None
-        found = await self._memories.relevant(
-            agent.id, message.content, only_channel=await privacy_scope(self._db, channel.id)
-        )
+        scope = await privacy_scope(self._db, channel.id)
+        try:
+            found = await self._memories.relevant(agent.id, message.content, only_channel=scope)
+        except ProviderError as exc:
+            log.warning("agent %s answers without its memories: %s", agent.id, exc)
+            return None
         if not found:
             return None
         lines = "\n".join(f"- ({m.memory.type}) {m.memory.content}" for m in found)
@@ -59,9 +70,14 @@ class KnowledgeSection:
         self._rerankers = rerankers
 
     async def __call__(self, agent: Agent, channel: Channel, message: Message) -> str | None:
-        found = await self._knowledge.relevant_chunks(
-            agent.id, message.content, INJECTED_CHUNKS, await self._rerankers.for_agent(agent)
-        )
+        reranker = await self._rerankers.for_agent(agent)
+        try:
+            found = await self._knowledge.relevant_chunks(
+                agent.id, message.content, INJECTED_CHUNKS, reranker
+            )
+        except ProviderError as exc:
+            log.warning("agent %s answers without its documents: %s", agent.id, exc)
+            return None
         if not found:
             return None
         parts = []

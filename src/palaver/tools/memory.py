@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from palaver.errors import DomainError
+from palaver.llm.base import ProviderError
 from palaver.memory import MAX_TOP_K, MemoryStore
 from palaver.store import channels as channels_store
 from palaver.store.db import Database
@@ -53,8 +54,8 @@ class MemoryWriteTool:
                 source_message_id=ctx.message_id,
                 only_channel=await privacy_scope(self._db, ctx.channel_id),
             )
-        except DomainError as exc:
-            raise ToolError(exc.message) from exc
+        except (DomainError, ProviderError) as exc:
+            raise ToolError(str(exc)) from exc
         return json.dumps(result.as_json(), ensure_ascii=False)
 
 
@@ -84,8 +85,8 @@ class MemorySearchTool:
                 type=args.get("type"),
                 only_channel=await privacy_scope(self._db, ctx.channel_id),
             )
-        except DomainError as exc:
-            raise ToolError(exc.message) from exc
+        except (DomainError, ProviderError) as exc:
+            raise ToolError(str(exc)) from exc
         return json.dumps(
             [
                 {

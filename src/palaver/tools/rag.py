@@ -9,6 +9,7 @@ from typing import Any
 from palaver.errors import DomainError
 from palaver.knowledge.rerank import Reranker
 from palaver.knowledge.service import MAX_TOP_K, KnowledgeBase
+from palaver.llm.base import ProviderError
 from palaver.tools.base import ToolContext, ToolError
 
 RerankerFor = Callable[[str], Awaitable[Reranker | None]]
@@ -42,8 +43,8 @@ class RagQueryTool:
                 int(args.get("topK", 5)),
                 await self._reranker_for(ctx.agent_id),
             )
-        except DomainError as exc:
-            raise ToolError(exc.message) from exc
+        except (DomainError, ProviderError) as exc:
+            raise ToolError(str(exc)) from exc
         return json.dumps(
             [
                 {
