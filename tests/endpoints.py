@@ -140,14 +140,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         upload=True,
         form=lambda t: {"agentId": t["agent"]},
         admin=True,
-        errors=_e(403, 404, 413, 415),
+        errors=_e(403, 404, 413, 415, 502),
     ),
     Endpoint(
         "POST",
         "/api/rag/query",
         json=lambda t: {"agentId": t["agent"], "query": "hello", "topK": 3},
         admin=True,
-        errors=_e(403, 404),
+        errors=_e(403, 404, 502),
     ),
     Endpoint("GET", "/api/rag/documents?agentId={agent}", admin=True, errors=_e(403, 404)),
     Endpoint(
@@ -158,20 +158,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=_e(403, 404),
     ),
     Endpoint("POST", "/api/agents/{agent}/reindex", admin=True, errors=_e(403, 404)),
-    Endpoint("GET", "/api/agents/{agent}/memories?type=semantic", admin=True, errors=_e(403, 404)),
+    Endpoint(
+        "GET", "/api/agents/{agent}/memories?type=semantic", admin=True, errors=_e(403, 404, 502)
+    ),
     Endpoint(
         "POST",
         "/api/agents/{agent}/memories",
         json=lambda t: {"content": f"The owner mentioned {unique()}.", "type": "episodic"},
         admin=True,
-        errors=_e(403, 404),
+        errors=_e(403, 404, 502),
     ),
     Endpoint(
         "PUT",
         "/api/agents/{agent}/memories/{memory}",
         json=lambda t: {"content": f"The owner likes {unique()}."},
         admin=True,
-        errors=_e(403, 404),
+        errors=_e(403, 404, 502),
     ),
     Endpoint(
         "DELETE",
@@ -188,7 +190,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "/api/agents/{agent}/memories/{memory}/restore",
         json=lambda t: {"version": 1},
         admin=True,
-        errors=_e(403, 404),
+        errors=_e(403, 404, 502),
     ),
     Endpoint("GET", "/api/schedules", admin=True, errors=_e(403, 404)),
     Endpoint(

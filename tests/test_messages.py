@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -10,7 +11,6 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from palaver.ids import new_id
 from tests.support import (
     Api,
     Guest,
@@ -254,10 +254,17 @@ def test_paging_is_exact_across_messages_created_in_the_same_millisecond(
 ) -> None:
     """One writer commits far less often than once a millisecond here, so the messages that share
     one (as replies and chains can on a fast machine) are filed the way the service files them:
-    ids from its generator, one timestamp. Walking back page by page yields each exactly once."""
+    ids as its generator makes them within one millisecond, one timestamp. Walking back page by
+    page yields each exactly once."""
     before = [post(owner, channel, f"before {i}") for i in range(3)]
-    same_ms = [new_id("msg") for _ in range(40)]
-    assert len({ULID.from_str(i[4:]).milliseconds for i in same_ms}) == 1
+    time.sleep(0.002)
+    ms = time.time_ns() // 1_000_000
+    start = int.from_bytes(os.urandom(10)) >> 1
+    same_ms = [
+        f"msg_{ULID.from_bytes(ms.to_bytes(6, 'big') + (start + i).to_bytes(10, 'big'))}"
+        for i in range(40)
+    ]
+    time.sleep(0.002)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     for message_id in same_ms:
         sql(

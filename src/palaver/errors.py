@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from palaver.ids import new_id
+from palaver.llm.base import ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
         return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(ProviderError)
+    async def provider_error(_: Request, exc: ProviderError) -> JSONResponse:
+        """A model or embedding endpoint failed: its reason is readable and safe to show."""
+        return JSONResponse({"error": str(exc)}, status_code=502)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

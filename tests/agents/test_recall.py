@@ -111,7 +111,8 @@ def test_the_agent_writes_and_searches_its_memory_with_tools(
     assert written["action"] == "inserted"
     memory = written["memory"]
     assert (memory["content"], memory["type"], memory["channelId"]) == (CAT, "semantic", room.id)
-    assert memory["sourceMessageId"] == reply["data"]["id"]
+    said = next(m for m in room.history() if m["content"].endswith("my cat is called Miso"))
+    assert memory["sourceMessageId"] == said["id"], "where the agent learned it"
     listed = owner.ok("GET", f"/api/agents/{agent}/memories")["memories"]
     assert [m["id"] for m in listed] == [memory["id"]]
 

@@ -236,6 +236,7 @@ class ReplyRunner:
             user_id=req.trigger.user_id,
             message_id=reply.id,
             call_path=(*req.call_path, req.agent.id),
+            trigger_id=req.trigger.id,
         )
         timeout = self.svc.settings.current.agents.toolTimeoutSeconds
         outcomes = await asyncio.gather(

@@ -60,6 +60,7 @@ _DESCRIPTIONS = {
     415: "Unsupported kind of content",
     429: "Rate limited; see Retry-After",
     500: "Server error; the body carries a requestId",
+    502: "A model or embedding endpoint failed; the body says why",
 }
 
 

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.errors import Invalid
+from palaver.store import channels as channels_store
 from palaver.tools.memory import privacy_scope
 
 router = APIRouter(prefix="/api/agents/{agent_id}/memories", tags=["memory"])
@@ -30,7 +32,7 @@ class Restore(Body):
     version: int = Field(ge=1)
 
 
-@router.get("", responses=errors(403, 404))
+@router.get("", responses=errors(403, 404, 502))
 async def list_memories(
     agent_id: str,
     _: Owner,
@@ -47,17 +49,22 @@ async def list_memories(
     return {"memories": [m.as_json() for m in listed]}
 
 
-@router.post("", responses=errors(403, 404))
+@router.post("", responses=errors(403, 404, 502))
 async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> dict[str, Any]:
     """The same rule as the `memory_write` tool: skipped, updated or inserted."""
-    scope = await privacy_scope(svc.db, body.channelId) if body.channelId else None
+    scope = None
+    if body.channelId:
+        async with svc.db.read() as conn:
+            if await channels_store.get(conn, body.channelId) is None:
+                raise Invalid(f"No channel has the id '{body.channelId}'.")
+        scope = await privacy_scope(svc.db, body.channelId)
     result = await svc.memories.write(
         agent_id, body.content, body.type, channel_id=body.channelId, only_channel=scope
     )
     return result.as_json()
 
 
-@router.put("/{memory_id}", responses=errors(403, 404))
+@router.put("/{memory_id}", responses=errors(403, 404, 502))
 async def update_memory(
     agent_id: str, memory_id: str, body: MemoryChange, _: Owner, svc: Svc
 ) -> dict[str, Any]:
@@ -77,7 +84,7 @@ async def memory_versions(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> 
     return {"versions": [v.as_json() for v in found]}
 
 
-@router.post("/{memory_id}/restore", responses=errors(403, 404))
+@router.post("/{memory_id}/restore", responses=errors(403, 404, 502))
 async def restore_memory(
     agent_id: str, memory_id: str, body: Restore, _: Owner, svc: Svc
 ) -> dict[str, Any]:

@@ -22,7 +22,7 @@ class RagQuery(Body):
 
 @router.post(
     "/rag/upload",
-    responses=errors(403, 404, 413, 415),
+    responses=errors(403, 404, 413, 415, 502),
     openapi_extra={
         "requestBody": {
             "content": {
@@ -48,7 +48,7 @@ async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any
     return result.as_json()
 
 
-@router.post("/rag/query", responses=errors(403, 404))
+@router.post("/rag/query", responses=errors(403, 404, 502))
 async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
     return (await knowledge.query(svc, body.agentId, body.query, body.topK)).as_json()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -19,7 +19,8 @@ class ToolContext:
     """The id of the reply being produced."""
     call_path: tuple[str, ...] = ()
     """Agent ids of nested `call_agent` calls leading here, outermost first."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    trigger_id: str | None = None
+    """The message being answered: where what the agent learns came from."""
 
 
 class ToolError(Exception):

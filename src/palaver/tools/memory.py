@@ -51,7 +51,7 @@ class MemoryWriteTool:
                 str(args["content"]),
                 str(args.get("type", "semantic")),
                 channel_id=ctx.channel_id,
-                source_message_id=ctx.message_id,
+                source_message_id=ctx.trigger_id or ctx.message_id,
                 only_channel=await privacy_scope(self._db, ctx.channel_id),
             )
         except (DomainError, ProviderError) as exc:
