@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +109,40 @@ def test_a_body_over_8_mib_answers_413_without_being_read_whole(owner: Api) -> N
     )
     _is_error(streamed, 413)
     assert owner.get("/api/me").status_code == 200
+
+
+def test_calling_a_body_multipart_does_not_lift_the_cap_outside_the_upload_routes(
+    server: Server,
+) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(9):
+            yield b"z" * (1024 * 1024)
+
+    with server.client() as anonymous:
+        answer = anonymous.post(
+            "/api/login",
+            content=chunks(),
+            headers={"Content-Type": "multipart/form-data; boundary=x"},
+        )
+    _is_error(answer, 413)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/login", {"password": "\ud800"}),
+        ("/api/messages", {"channelId": "ch_x", "content": "hi \ud800"}),
+        ("/api/messages", {"channelId": "ch_x", "content": "hi", "metadata": {"k": "\udfff"}}),
+        ("/api/settings", {"defaultModel": "builtin/\ud800"}),
+    ],
+)
+def test_text_that_is_not_valid_unicode_answers_400(
+    owner: Api, path: str, body: dict[str, Any]
+) -> None:
+    raw = json.dumps(body).replace("\\\\u", "\\u").encode()
+    method = "PUT" if path == "/api/settings" else "POST"
+    answer = owner.request(method, path, content=raw, headers={"Content-Type": "application/json"})
+    assert "Unicode" in _is_error(answer, 400)
 
 
 def test_error_messages_name_what_is_wrong(owner: Api) -> None:

@@ -220,3 +220,54 @@ def test_a_chain_running_at_a_stop_is_paused_after_the_next_start(
         api.ok("POST", f"/api/chains/{chain_id}/resume")
         assert wait_status(ws, "completed")["data"]["currentAgent"] == ids[1]
     api.close()
+
+
+def test_a_single_mention_hands_off_no_further_than_the_limit(
+    owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    owner.ok("PUT", "/api/settings", json={"agents": {"maxHandoffs": 1}})
+    try:
+        room: Room = make_room({"name": "Ma"}, {"name": "Mb"}, {"name": "Mc"}, {"name": "Md"})
+        fake_openai.enqueue(text("@Mb @Mc @Md, all of you"), text("Mb here"))
+        room.post("@Ma start")
+        done = wait_status(room.ws, "completed")
+        assert (done["data"]["totalSteps"], done["data"]["currentAgent"]) == (
+            2,
+            room.agents[1]["id"],
+        )
+        time.sleep(0.3)
+        assert len(fake_openai.model_requests) == 2
+    finally:
+        owner.ok("PUT", "/api/settings", json={"agents": {"maxHandoffs": 4}})
+
+
+def test_resuming_a_chain_whose_last_step_was_cut_off_completes_it(
+    fresh_server: Server, fake_openai: FakeOpenAI, fake_anthropic: FakeAnthropic
+) -> None:
+    fresh_server.start()
+    api = fresh_server.login()
+    api.ok("PUT", "/api/settings", json=provider_settings(fake_openai, fake_anthropic))
+    agent = api.ok("POST", "/api/agents", json={"name": "Solo", "model": "oai/m"})["agent"]
+    channel = api.ok(
+        "POST", "/api/channels", json={"name": "s", "type": "group", "agentIds": [agent["id"]]}
+    )["channel"]
+    fake_openai.enqueue(stall(text("cut", " off"), after=1))
+    with Ws(fresh_server, api.token) as ws:
+        ws.subscribe(channel["id"])
+        chain = api.ok(
+            "POST",
+            "/api/chains",
+            json={"channelId": channel["id"], "agentIds": [agent["id"]], "content": "go"},
+        )["chain"]
+        ws.expect("stream_chunk")
+    api.close()
+    fresh_server.kill()
+    fake_openai.release()
+    fresh_server.start()
+    api = fresh_server.login()
+    with Ws(fresh_server, api.token) as ws:
+        ws.subscribe(channel["id"])
+        api.ok("POST", f"/api/chains/{chain['id']}/resume")
+        assert wait_status(ws, "completed")["data"]["chainId"] == chain["id"]
+    assert api.ok("GET", f"/api/chains/{chain['id']}")["chain"]["status"] == "completed"
+    api.close()

@@ -78,6 +78,8 @@ class CallAgentTool:
         )
         if answer.metadata.get("error"):
             raise ToolError(f"{callee.name} could not answer: {answer.metadata['error']}")
+        if answer.metadata.get("cancelled") or answer.metadata.get("interrupted"):
+            raise ToolError(f"{callee.name}'s answer was stopped before it was complete.")
         return answer.content
 
     async def _find(self, ref: str) -> Agent:

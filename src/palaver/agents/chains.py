@@ -70,7 +70,7 @@ class ChainCoordinator:
             if chain.status != "paused":
                 raise Conflict(f"The chain is {chain.status}, not paused.")
             chain.status, chain.requested, chain.updated_at = "running", None, utcnow()
-            await chains_store.save(tx.conn, chain)
+            await chains_store.save(tx.conn, chain, settle_request=True)
         self._drive(chain.id)
         return chain
 
@@ -89,7 +89,7 @@ class ChainCoordinator:
             chain = await self._get(tx.conn, chain_id)
             if chain.status == "paused" and what == "cancel":
                 self._end(chain, "error", "cancelled")
-                await chains_store.save(tx.conn, chain)
+                await chains_store.save(tx.conn, chain, settle_request=True)
                 tx.on_commit(lambda: self._announce(chain))
                 return chain
             if chain.status != "running":
@@ -117,7 +117,9 @@ class ChainCoordinator:
         )
         if _failed(reply):
             return
-        handoffs = await self._handoffs(channel, reply, {agent.id})
+        limits = self.svc.settings.current.agents
+        room = min(limits.maxHandoffs, limits.maxChainSteps - 1)
+        handoffs = (await self._handoffs(channel, reply, {agent.id}))[: max(0, room)]
         if not handoffs:
             return
         steps = [Step(1, agent.id, "mention", "completed", reply.id)]
@@ -159,7 +161,9 @@ class ChainCoordinator:
         if chain is None or channel is None or trigger is None or chain.status != "running":
             return False
         step = chain.next_step
-        if step is None or await self._held(chain, channel, step):
+        if step is None:
+            return await self._finish(chain, "completed", None)
+        if await self._held(chain, channel, step):
             return False
         agent = await self._agent(step.agent_id)
         if agent is None:
@@ -263,7 +267,7 @@ class ChainCoordinator:
     async def _finish(self, chain: Chain, status: str, reason: str | None) -> bool:
         self._end(chain, status, reason)
         async with self.svc.db.write() as tx:
-            await chains_store.save(tx.conn, chain)
+            await chains_store.save(tx.conn, chain, settle_request=True)
             tx.on_commit(lambda: self._announce(chain))
         return False
 

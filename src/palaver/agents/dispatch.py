@@ -42,11 +42,25 @@ class Dispatcher:
         self.svc = svc
         self.runner = runner
         self._turns: dict[tuple[str, str], _Turn] = {}
+        self._routing: dict[str, _Turn] = {}
         self._tasks: set[asyncio.Task[Message | None]] = set()
         self.group_handler: Callable[[Message, Channel, list[Agent]], Awaitable[None]] | None = None
         """Takes the messages that address agents in a group (the chain coordinator)."""
 
     async def on_user_message(self, message: Message, channel: Channel) -> None:
+        """Messages of one channel are routed one at a time, in the order they were stored, so
+        their replies queue in that order too."""
+        turn = self._routing.setdefault(channel.id, _Turn(asyncio.Lock()))
+        turn.waiting += 1
+        try:
+            async with turn.lock:
+                await self._route(message, channel)
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                self._routing.pop(channel.id, None)
+
+    async def _route(self, message: Message, channel: Channel) -> None:
         targets = await addressed(self.svc, message, channel)
         if not targets:
             return

@@ -58,7 +58,10 @@ class ReplyRequest:
 @dataclass
 class _Active:
     task: asyncio.Task[Any] | None
-    reason: str = "interrupted"
+    reason: str | None = None
+    """Why `cancel()` stopped it (cancelled, interrupted); None if it was not asked to stop."""
+    finishing: bool = False
+    """Streaming is over and the reply is being stored: too late to cancel."""
 
 
 @dataclass
@@ -96,14 +99,15 @@ class ReplyRunner:
 
     def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
         active = self._active.get(message_id)
-        if active is None or active.task is None:
+        if active is None or active.task is None or active.finishing:
             return False
         active.reason = reason
         active.task.cancel()
         return True
 
     def cancel_all(self, reason: str) -> set[asyncio.Task[Any]]:
-        """Cancel every reply in flight; answers their tasks."""
+        """Cancel every reply still streaming; answers the tasks of all replies in flight, the
+        ones being stored included, which must be let finish."""
         tasks = {a.task for a in self._active.values() if a.task is not None}
         for message_id in list(self._active):
             self.cancel(message_id, reason)
@@ -151,10 +155,18 @@ class ReplyRunner:
                 log.exception("reply %s failed", reply.id)
                 ending["error"] = "The reply failed because of an internal error."
             except asyncio.CancelledError:
+                if active.reason is None:
+                    # Cancelled from outside (a caller's time-out): keep the text, then go on
+                    # cancelling, so that the caller sees its time-out.
+                    active.finishing = True
+                    await stream.close()
+                    await self._finish(req, reply, stream.text, tally, {"interrupted": True})
+                    raise
                 task = asyncio.current_task()
                 if task is not None:
                     task.uncancel()
                 ending[active.reason] = True
+            active.finishing = True
             await stream.close()
             return await self._finish(req, reply, stream.text, tally, ending)
         finally:

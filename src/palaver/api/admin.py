@@ -7,7 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from palaver.actions import guests
-from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.api.deps import Body, Owner, Svc, check_encodable, errors
+from palaver.errors import Invalid
 from palaver.settings import masked
 
 router = APIRouter(prefix="/api", tags=["admin"])
@@ -24,6 +25,10 @@ async def get_settings(_: Owner, svc: Svc) -> dict[str, Any]:
 
 @router.put("/settings", responses=errors(403))
 async def put_settings(patch: dict[str, Any], _: Owner, svc: Svc) -> dict[str, Any]:
+    try:
+        check_encodable(patch)
+    except ValueError as exc:
+        raise Invalid(f"Invalid settings: {exc}.") from None
     return {"settings": masked(await svc.settings.update(patch))}
 
 

@@ -1,6 +1,8 @@
 """A cap on request bodies, so that no JSON body, however large, is read into memory whole.
 
-Multipart uploads are left alone: their routes stream to disk under a limit of their own.
+The upload routes are left alone: they stream to disk under a limit of their own. Which routes
+those are goes by path, not by what the request says it carries, so that no one can send a
+huge body anywhere else by calling it multipart.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+UPLOAD_PATHS = frozenset({"/api/upload", "/api/rag/upload"})
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Room for the longest message or persona the settings allow, several times over."""
 
@@ -27,10 +30,10 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        if headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        if scope["path"] in UPLOAD_PATHS:
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await JSONResponse({"error": self.message}, status_code=413)(scope, receive, send)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from palaver.actions import auth
 from palaver.actions.auth import Principal
@@ -40,9 +40,30 @@ Owner = Annotated[Principal, Depends(owner)]
 
 
 class Body(BaseModel):
-    """Request bodies reject fields they do not know, so a typo is an error, not a no-op."""
+    """Request bodies reject fields they do not know, so a typo is an error, not a no-op, and
+    text that is not valid Unicode (JSON allows lone surrogates such as "\\ud800")."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="after")
+    def _encodable(self) -> Body:
+        check_encodable(self.__dict__)
+        return self
+
+
+def check_encodable(value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError("text must be valid Unicode (it has an unpaired surrogate)") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_encodable(key)
+            check_encodable(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            check_encodable(item)
 
 
 class ErrorBody(BaseModel):

@@ -122,18 +122,24 @@ async def in_channel(conn: AsyncConnection, channel_id: str, limit: int) -> list
     return await _load(conn, list(await conn.execute(query)))
 
 
-async def save(conn: AsyncConnection, chain: Chain, new: bool = False) -> None:
-    """Write the chain and all its steps (a chain has at most a few dozen)."""
-    values = {
+async def save(
+    conn: AsyncConnection, chain: Chain, new: bool = False, settle_request: bool = False
+) -> None:
+    """Write the chain and all its steps (a chain has at most a few dozen).
+
+    A pause or cancel request is written only by `request()`, or cleared with `settle_request`
+    once it has been acted on: a save from a copy read earlier must not undo a newer request."""
+    values: dict[str, Any] = {
         "channel_id": chain.channel_id,
         "trigger_message_id": chain.trigger_message_id,
         "status": chain.status,
         "reason": chain.reason,
-        "requested": chain.requested,
         "handoffs": chain.handoffs,
         "created_at": chain.created_at,
         "updated_at": chain.updated_at,
     }
+    if new or settle_request:
+        values["requested"] = None
     if new:
         await conn.execute(insert(chains).values(id=chain.id, **values))
     else:

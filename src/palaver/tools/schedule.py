@@ -20,6 +20,7 @@ from palaver.store import schedules as store
 from palaver.store.db import Database
 from palaver.store.schedules import Schedule
 from palaver.tools.base import ToolContext, ToolError
+from palaver.tools.memory import privacy_scope
 
 MAX_ACTIVE_PER_AGENT = 50
 """Keeps a looping agent from filling the database with schedules."""
@@ -80,6 +81,9 @@ class ManageScheduleTool:
             return await self._delete(ctx, args.get("id"))
         async with self._db.read() as conn:
             mine = await store.list_all(conn, ctx.agent_id)
+        scope = await privacy_scope(self._db, ctx.channel_id)
+        if scope is not None:
+            mine = [s for s in mine if s.channel_id == scope]
         return _answer({"schedules": [s.as_json() for s in mine]})
 
     async def _create(self, ctx: ToolContext, args: dict[str, Any]) -> str:
