@@ -79,7 +79,7 @@ def build_services(config: Config) -> Services:
         knowledge=KnowledgeBase(db, index, embedder),
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
     )
-    rerankers = Rerankers(db, svc.providers)
+    rerankers = svc.rerankers = Rerankers(db, svc.providers)
     svc.tools.register(MemoryWriteTool(db, svc.memories))
     svc.tools.register(MemorySearchTool(db, svc.memories))
     svc.tools.register(RagQueryTool(svc.knowledge, rerankers.for_agent_id))

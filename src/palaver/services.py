@@ -23,6 +23,7 @@ from palaver.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from palaver.agents.chains import ChainCoordinator
     from palaver.agents.dispatch import Dispatcher
+    from palaver.agents.recall import Rerankers
     from palaver.agents.scheduler import Scheduler
 
 MessageHandler = Callable[[Message, Channel], Awaitable[None]]
@@ -45,6 +46,7 @@ class Services:
     dispatcher: Dispatcher = field(init=False)
     """Set right after construction, as is `chains`: they need the services themselves."""
     chains: ChainCoordinator = field(init=False)
+    rerankers: Rerankers = field(init=False)
     scheduler: Scheduler = field(init=False)
     owner_key_tag: str = ""
     owner_id: str = ""

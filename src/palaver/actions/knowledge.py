@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 
 from palaver.actions import agents
-from palaver.agents.recall import Rerankers
 from palaver.api.multipart import UploadedFile
 from palaver.bus.base import user_topic
 from palaver.errors import Invalid
@@ -37,7 +36,7 @@ async def ingest(svc: Services, agent_id: str | None, upload: UploadedFile) -> I
 
 async def query(svc: Services, agent_id: str, text: str, top_k: int) -> QueryResult:
     agent = await agents.get(svc, agent_id)
-    reranker = await Rerankers(svc.db, svc.providers).for_agent(agent)
+    reranker = await svc.rerankers.for_agent(agent)
     return await svc.knowledge.query(agent_id, text, top_k, reranker)
 
 
