@@ -172,7 +172,7 @@ async def test_an_unexpected_failure_answers_500_with_a_request_id_that_the_log_
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """No route fails on purpose, so one is added to the real app for this test."""
-    app = create_app(Config(OWNER_KEY="owner-key", data_dir=tmp_path))
+    app = create_app(Config(OWNER_KEY="owner-key-long-enough", data_dir=tmp_path))
 
     @app.get("/api/explode")
     async def explode() -> None:
@@ -180,7 +180,7 @@ async def test_an_unexpected_failure_answers_500_with_a_request_id_that_the_log_
 
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     with caplog.at_level(logging.ERROR):
-        async with httpx.AsyncClient(transport=transport, base_url="http://palaver") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             response = await client.get("/api/explode")
     assert response.status_code == 500
     body = response.json()

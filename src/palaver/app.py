@@ -34,6 +34,7 @@ from palaver.api import (
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
+from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter
 from palaver.bus.base import CONTROL, Event
 from palaver.bus.inproc import InProcessBus
@@ -78,6 +79,7 @@ def build_services(config: Config) -> Services:
         index=index,
         knowledge=KnowledgeBase(db, index, embedder),
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
+        hosts=AllowedHosts(config.host, config.allowed_hosts),
     )
     rerankers = svc.rerankers = Rerankers(db, svc.providers)
     svc.tools.register(MemoryWriteTool(db, svc.memories))
@@ -107,6 +109,7 @@ def create_app(config: Config) -> FastAPI:
         await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
         await svc.settings.reload()
         await auth.prepare_owner(svc)
+        svc.hosts.warn_if_open()
         recovered = await recover_interrupted(svc)
         paused = await svc.chains.recover()
         if paused:
@@ -141,6 +144,7 @@ def create_app(config: Config) -> FastAPI:
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(HostGuard, allowed=svc.hosts)
     for router in (
         auth_api.router,
         messages.router,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -18,7 +19,15 @@ def _serve(args: argparse.Namespace) -> int:
             "palaver: set OWNER_KEY to the owner's password to start the service.", file=sys.stderr
         )
         return 2
-    from palaver.config import Config
+    from palaver.config import MIN_OWNER_KEY, Config
+
+    if len(os.environ["OWNER_KEY"].strip()) < MIN_OWNER_KEY:
+        print(
+            f"palaver: OWNER_KEY is the owner's password and must be at least {MIN_OWNER_KEY} "
+            "characters long; choose a longer one.",
+            file=sys.stderr,
+        )
+        return 2
 
     overrides = {
         key: value
@@ -40,18 +49,40 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if os.environ.get("PALAVER_DEBUG_BLOCKING") == "1":
         _fail_on_blocking_calls()
-    uvicorn.run(
-        create_app(config),
-        host=config.host,
-        port=config.port,
-        log_level=config.log_level,
-        proxy_headers=config.trust_proxy,
-        ws_ping_interval=None,
-        # A client that stopped reading keeps its socket open for as long as it likes; without
-        # a limit, a graceful shutdown would wait for it forever.
-        timeout_graceful_shutdown=config.shutdown_grace_seconds,
+    server = _AnnouncingServer(
+        uvicorn.Config(
+            create_app(config),
+            host=config.host,
+            port=config.port,
+            log_level=config.log_level,
+            proxy_headers=config.trust_proxy,
+            ws_ping_interval=None,
+            # A client that stopped reading keeps its socket open for as long as it likes;
+            # without a limit, a graceful shutdown would wait for it forever.
+            timeout_graceful_shutdown=config.shutdown_grace_seconds,
+        )
     )
-    return 0
+    server.run()
+    return 0 if server.started else 1
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """Says where to open the service once it really listens, not before."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started or not self.servers or not self.servers[0].sockets:
+            return
+        host, port = self.servers[0].sockets[0].getsockname()[:2]
+        if host in ("0.0.0.0", "::"):  # noqa: S104 - reading the bound address, not binding
+            host = "127.0.0.1"
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{port}"
+        print(
+            f"Palaver is ready: open {base} in a browser and log in with OWNER_KEY "
+            f"(a guest logs in with its guest key). API docs: {base}/api/docs",
+            flush=True,
+        )
 
 
 def _reindex(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+MIN_OWNER_KEY = 12
+
 
 class Config(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PALAVER_", extra="ignore")
@@ -21,7 +23,14 @@ class Config(BaseSettings):
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     trust_proxy: bool = False
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Names besides the loopback ones and `--host` that a request's Host may carry; `*` any."""
     ws_idle_seconds: float = Field(default=90.0, gt=0)
+    ws_auth_seconds: float = Field(default=10.0, gt=0)
+    """A socket must authenticate within this long, or it is closed with 4401."""
+    ws_unauthenticated_per_address: int = Field(default=50, ge=1)
+    upload_idle_seconds: float = Field(default=30.0, gt=0)
+    """An upload that sends nothing for this long is ended and its partial file removed."""
     ws_queue_size: int = Field(default=256, ge=1)
     shutdown_grace_seconds: int = Field(default=10, ge=1)
     log_level: str = "info"
@@ -32,15 +41,23 @@ class Config(BaseSettings):
         """Resolved once at start, so nothing touches the file system for it on the event loop."""
         return value.resolve()
 
-    @field_validator("allowed_origins", mode="before")
+    @field_validator("owner_key")
     @classmethod
-    def _origins(cls, value: Any) -> Any:
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        """A short owner password falls to guessing even behind login throttling."""
+        if len(value.get_secret_value().strip()) < MIN_OWNER_KEY:
+            raise ValueError(f"must be at least {MIN_OWNER_KEY} characters long")
+        return value
+
+    @field_validator("allowed_origins", "allowed_hosts", mode="before")
+    @classmethod
+    def _list(cls, value: Any) -> Any:
         """A JSON list, or a comma-separated one: `https://a.example,https://b.example`."""
         if not isinstance(value, str):
             return value
         if value.lstrip().startswith("["):
             return json.loads(value)
-        return [origin.strip().rstrip("/") for origin in value.split(",") if origin.strip()]
+        return [item.strip().rstrip("/") for item in value.split(",") if item.strip()]
 
     @property
     def db_url(self) -> str:

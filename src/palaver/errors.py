@@ -9,7 +9,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
+from palaver import strict_json
 from palaver.ids import new_id
 from palaver.llm.base import ProviderError
 
@@ -45,6 +47,10 @@ class Conflict(DomainError):
     status = 409
 
 
+class RequestTimeout(DomainError):
+    status = 408
+
+
 class TooLarge(DomainError):
     status = 413
 
@@ -63,6 +69,7 @@ _STATUS_TEXT = {
     403: "You may not do that.",
     404: "There is nothing at this address.",
     405: "This method is not allowed here.",
+    408: "The request took too long to arrive.",
     413: "The request is too large.",
     415: "This kind of content is not supported.",
     429: "Too many requests; slow down.",
@@ -76,6 +83,9 @@ def _describe_validation(exc: RequestValidationError) -> str:
     first = errors[0]
     kind = first.get("type", "")
     if kind == "json_invalid":
+        reason = str(first.get("ctx", {}).get("error", ""))
+        if strict_json.is_refusal(reason):
+            return f"The request body is not valid JSON: {reason}."
         return "The request body is not valid JSON."
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
     where = ".".join(loc)
@@ -107,6 +117,18 @@ def _document_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def _allowed_methods(app: FastAPI, request: Request) -> str:
+    """Every method some route takes at this path: Starlette names only the first route's."""
+    methods: set[str] = set()
+    for route in app.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     _document_400_not_422(app)
 
@@ -124,13 +146,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": _describe_validation(exc)}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         text = _STATUS_TEXT.get(exc.status_code, "The request failed.")
         if isinstance(exc.detail, str) and exc.status_code not in (404, 405):
             text = exc.detail
-        return JSONResponse(
-            {"error": text}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
-        )
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(app, request)
+        return JSONResponse({"error": text}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:

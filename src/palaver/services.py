@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from palaver.actions.settings import SettingsHolder
+from palaver.auth.hosts import AllowedHosts
 from palaver.auth.limiter import RateLimiter
 from palaver.bus.base import EventBus
 from palaver.config import Config
@@ -43,6 +44,7 @@ class Services:
     index: SearchIndex
     knowledge: KnowledgeBase
     memories: MemoryStore
+    hosts: AllowedHosts
     dispatcher: Dispatcher = field(init=False)
     """Set right after construction, as is `chains`: they need the services themselves."""
     chains: ChainCoordinator = field(init=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,8 @@ TOUCH_EVERY = timedelta(minutes=5)
 class Principal:
     user: User
     token_hash: str
+    renewed: bool = False
+    """This request refreshed the session's last use: its cookie's lifetime starts again."""
 
 
 async def prepare_owner(svc: Services) -> None:
@@ -51,31 +54,36 @@ async def prepare_owner(svc: Services) -> None:
 
 async def login(svc: Services, password: str, client: str) -> str:
     """Answer a new session token; throttle a client address after repeated failures."""
-    throttle_key = f"login:{client}"
-    count, retry = await svc.limiter.failures(throttle_key, LOGIN_FAILURE_WINDOW)
-    if count >= LOGIN_FAILURE_LIMIT:
-        raise RateLimited(
-            "Too many failed logins from this address; try again later.",
-            headers={"Retry-After": str(max(1, int(retry) + 1))},
-        )
     if not password:
         raise Invalid("The field 'password' must not be empty.")
-    user_id: str | None = None
-    tag: str | None = None
-    if same_secret(password, svc.config.owner_key.get_secret_value()):
-        user_id, tag = svc.owner_id, svc.owner_key_tag
-    else:
-        async with svc.db.read() as conn:
-            found = await users.by_key_hash(conn, hash_token(password))
-        if found is not None and same_secret(hash_token(password), found[1]):
-            user_id = found[0].id
+    throttle_key = f"login:{client}"
+    retry = await svc.limiter.reserve_attempt(
+        throttle_key, LOGIN_FAILURE_WINDOW, LOGIN_FAILURE_LIMIT
+    )
+    if retry > 0:
+        raise RateLimited(
+            "Too many failed logins from this address; try again later.",
+            headers={"Retry-After": str(max(1, math.ceil(retry)))},
+        )
+    user_id, tag = await _check_password(svc, password)
     if user_id is None:
-        await svc.limiter.add_failure(throttle_key, LOGIN_FAILURE_WINDOW)
         raise Unauthenticated("Wrong password.")
+    await svc.limiter.release_attempt(throttle_key)
     token = new_session_token()
     async with svc.db.write() as tx:
         await users.create_session(tx.conn, hash_token(token), user_id, tag, utcnow())
     return token
+
+
+async def _check_password(svc: Services, password: str) -> tuple[str | None, str | None]:
+    """The user the password logs in, and the owner-key tag for the owner's session."""
+    if same_secret(password, svc.config.owner_key.get_secret_value()):
+        return svc.owner_id, svc.owner_key_tag
+    async with svc.db.read() as conn:
+        found = await users.by_key_hash(conn, hash_token(password))
+    if found is not None and same_secret(hash_token(password), found[1]):
+        return found[0].id, None
+    return None, None
 
 
 async def logout(svc: Services, principal: Principal) -> None:
@@ -107,4 +115,5 @@ async def resolve(svc: Services, token: str | None) -> Principal:
     if row.last_used_at < now - TOUCH_EVERY:
         async with svc.db.write() as tx:
             await users.touch_session(tx.conn, token_hash, now)
+        return Principal(user=user, token_hash=token_hash, renewed=True)
     return Principal(user=user, token_hash=token_hash)

@@ -8,10 +8,11 @@ from fastapi import APIRouter
 
 from palaver.actions import guests
 from palaver.api.deps import Body, Owner, Svc, check_encodable, errors
+from palaver.api.routing import StrictJsonRoute
 from palaver.errors import Invalid
 from palaver.settings import masked
 
-router = APIRouter(prefix="/api", tags=["admin"])
+router = APIRouter(prefix="/api", tags=["admin"], route_class=StrictJsonRoute)
 
 
 class CreateGuest(Body):

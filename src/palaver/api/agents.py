@@ -9,8 +9,9 @@ from pydantic import Field
 
 from palaver.actions import agents
 from palaver.api.deps import Body, Caller, Owner, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api/agents", tags=["agents"])
+router = APIRouter(prefix="/api/agents", tags=["agents"], route_class=StrictJsonRoute)
 
 
 class AgentFields(Body):

@@ -5,10 +5,19 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from palaver.actions import auth
-from palaver.api.deps import SESSION_COOKIE, Body, Caller, Svc, errors
+from palaver.api.deps import (
+    SESSION_COOKIE,
+    Body,
+    Caller,
+    Svc,
+    errors,
+    is_https,
+    set_session_cookie,
+)
+from palaver.api.routing import StrictJsonRoute
 from palaver.services import Services
 
-router = APIRouter(prefix="/api", tags=["auth"])
+router = APIRouter(prefix="/api", tags=["auth"], route_class=StrictJsonRoute)
 
 
 class LoginBody(Body):
@@ -29,24 +38,10 @@ def _client(request: Request, svc: Services) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _is_https(request: Request, svc: Services) -> bool:
-    if svc.config.trust_proxy and "x-forwarded-proto" in request.headers:
-        return request.headers["x-forwarded-proto"].split(",")[0].strip() == "https"
-    return request.url.scheme == "https"
-
-
 @router.post("/login", responses=errors(429))
 async def login(body: LoginBody, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
     token = await auth.login(svc, body.password, _client(request, svc))
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=svc.settings.current.sessionIdleDays * 86400,
-        path="/",
-        httponly=True,
-        samesite="strict",
-        secure=_is_https(request, svc),
-    )
+    set_session_cookie(response, request, svc, token)
     return {"ok": True}
 
 
@@ -58,7 +53,7 @@ async def logout(caller: Caller, request: Request, response: Response, svc: Svc)
         path="/",
         httponly=True,
         samesite="strict",
-        secure=_is_https(request, svc),
+        secure=is_https(request, svc),
     )
     return {"ok": True}
 

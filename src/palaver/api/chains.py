@@ -8,8 +8,9 @@ from fastapi import APIRouter, Query
 
 from palaver.actions import chains
 from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api/chains", tags=["chains"])
+router = APIRouter(prefix="/api/chains", tags=["chains"], route_class=StrictJsonRoute)
 
 
 class StartChain(Body):
@@ -26,7 +27,7 @@ async def start_chain(body: StartChain, caller: Caller, svc: Svc) -> dict[str, A
 
 @router.get("", responses=errors(404))
 async def list_chains(
-    caller: Caller, svc: Svc, channelId: Annotated[str, Query()]
+    caller: Caller, svc: Svc, channelId: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
     found = await chains.in_channel(svc, caller.user, channelId)
     return {"chains": [c.as_json() for c in found]}

@@ -9,8 +9,9 @@ from pydantic import Field
 
 from palaver.actions import channels
 from palaver.api.deps import Body, Caller, Owner, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api/channels", tags=["channels"])
+router = APIRouter(prefix="/api/channels", tags=["channels"], route_class=StrictJsonRoute)
 
 
 class CreateChannel(Body):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from palaver.actions import auth
@@ -23,8 +23,31 @@ def services(request: Request) -> Services:
 Svc = Annotated[Services, Depends(services)]
 
 
-async def principal(request: Request, svc: Svc) -> Principal:
-    return await auth.resolve(svc, request.cookies.get(SESSION_COOKIE))
+async def principal(request: Request, response: Response, svc: Svc) -> Principal:
+    token = request.cookies.get(SESSION_COOKIE)
+    caller = await auth.resolve(svc, token)
+    if caller.renewed and token:
+        set_session_cookie(response, request, svc, token)
+    return caller
+
+
+def set_session_cookie(response: Response, request: Request, svc: Services, token: str) -> None:
+    """The cookie lives as long as the session may stay idle, counted from its last use."""
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=svc.settings.current.sessionIdleDays * 86400,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request, svc),
+    )
+
+
+def is_https(request: Request, svc: Services) -> bool:
+    if svc.config.trust_proxy and "x-forwarded-proto" in request.headers:
+        return request.headers["x-forwarded-proto"].split(",")[0].strip() == "https"
+    return request.url.scheme == "https"
 
 
 Caller = Annotated[Principal, Depends(principal)]
@@ -76,6 +99,7 @@ _DESCRIPTIONS = {
     401: "Not logged in, or the session expired",
     403: "Only the owner may do this",
     404: "Unknown id, or not visible to the caller",
+    408: "The upload stalled and was ended",
     409: "Conflicts with an existing record",
     413: "Too large",
     415: "Unsupported kind of content",

@@ -8,11 +8,14 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 from palaver.errors import Invalid
 from palaver.store import channels as channels_store
 from palaver.tools.memory import privacy_scope
 
-router = APIRouter(prefix="/api/agents/{agent_id}/memories", tags=["memory"])
+router = APIRouter(
+    prefix="/api/agents/{agent_id}/memories", tags=["memory"], route_class=StrictJsonRoute
+)
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
 

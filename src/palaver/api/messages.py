@@ -8,8 +8,9 @@ from fastapi import APIRouter, Header, Query, Response
 
 from palaver.actions import messages
 from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api/messages", tags=["messages"])
+router = APIRouter(prefix="/api/messages", tags=["messages"], route_class=StrictJsonRoute)
 
 
 class PostMessage(Body):
@@ -23,7 +24,7 @@ class PostMessage(Body):
 async def list_messages(
     caller: Caller,
     svc: Svc,
-    channelId: Annotated[str, Query()],
+    channelId: Annotated[str, Query(min_length=1)],
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[str | None, Query()] = None,
 ) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from palaver.errors import Invalid, TooLarge
+from palaver.errors import Invalid, RequestTimeout, TooLarge
 
 MAX_FIELD_BYTES = 64 * 1024
 ENVELOPE_ALLOWANCE = 64 * 1024
@@ -58,9 +59,12 @@ class _State:
         self.in_file = False
         self.seen_file = False
         self.too_large = False
+        self.complete = False
+        """The closing boundary arrived: without it the file may be cut short."""
 
     def callbacks(self) -> Any:
         return {
+            "on_end": self.on_end,
             "on_part_begin": self.on_part_begin,
             "on_header_field": lambda d, s, e: self.header_field.extend(d[s:e]),
             "on_header_value": lambda d, s, e: self.header_value.extend(d[s:e]),
@@ -69,6 +73,9 @@ class _State:
             "on_part_data": self.on_part_data,
             "on_part_end": self.on_part_end,
         }
+
+    def on_end(self) -> None:
+        self.complete = True
 
     def on_part_begin(self) -> None:
         self.part = _Part()
@@ -116,9 +123,16 @@ class _State:
 
 
 async def read_upload(
-    request: Request, directory: Path, max_bytes: int, file_field: str = "file"
+    request: Request,
+    directory: Path,
+    max_bytes: int,
+    file_field: str = "file",
+    idle_seconds: float = 30.0,
 ) -> tuple[UploadedFile, dict[str, str]]:
-    """Stream the form's file into `directory`; answer it with the form's other fields."""
+    """Stream the form's file into `directory`; answer it with the form's other fields.
+
+    A client that sends nothing for `idle_seconds` is ended, so a stalled upload cannot hold a
+    connection and a partial file forever."""
     kind, options = parse_options_header(request.headers.get("content-type", ""))
     boundary = options.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
@@ -132,7 +146,7 @@ async def read_upload(
     temp = directory / f".part-{secrets.token_hex(8)}"
     try:
         async with await anyio.open_file(temp, "wb") as out:
-            async for chunk in request.stream():
+            async for chunk in _with_idle_limit(request, idle_seconds):
                 parser.write(chunk)
                 if state.too_large:
                     raise TooLarge(f"The file is larger than the limit of {max_bytes} bytes.")
@@ -140,6 +154,8 @@ async def read_upload(
                     await out.write(b"".join(state.pending))
                     state.pending.clear()
             parser.finalize()
+        if not state.complete:
+            raise Invalid("The upload ended before the form's closing boundary; nothing was kept.")
     except ClientDisconnect:
         await _remove(temp)
         raise Invalid("The upload stopped before it was complete.") from None
@@ -159,6 +175,22 @@ async def read_upload(
         size=state.file_size,
     )
     return upload, state.fields
+
+
+async def _with_idle_limit(request: Request, idle_seconds: float) -> AsyncIterator[bytes]:
+    chunks = request.stream().__aiter__()
+    while True:
+        try:
+            with anyio.fail_after(idle_seconds):
+                chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise RequestTimeout(
+                f"The upload sent nothing for {idle_seconds:g} seconds and was ended.",
+                headers={"Connection": "close"},
+            ) from None
+        yield chunk
 
 
 async def _remove(path: Path) -> None:

@@ -10,8 +10,9 @@ from pydantic import Field
 from palaver.actions import knowledge
 from palaver.api.deps import Body, Owner, Svc, errors
 from palaver.api.multipart import read_upload
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api", tags=["knowledge"])
+router = APIRouter(prefix="/api", tags=["knowledge"], route_class=StrictJsonRoute)
 
 
 class RagQuery(Body):
@@ -22,7 +23,7 @@ class RagQuery(Body):
 
 @router.post(
     "/rag/upload",
-    responses=errors(403, 404, 413, 415, 502),
+    responses=errors(403, 404, 408, 413, 415, 502),
     openapi_extra={
         "requestBody": {
             "content": {
@@ -43,7 +44,9 @@ class RagQuery(Body):
 async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any]:
     """PDF, Markdown or plain text, told apart by content; the same file twice is kept once."""
     limit = svc.settings.current.limits.maxUploadBytes
-    received, fields = await read_upload(request, knowledge.incoming_dir(svc), limit)
+    received, fields = await read_upload(
+        request, knowledge.incoming_dir(svc), limit, idle_seconds=svc.config.upload_idle_seconds
+    )
     result = await knowledge.ingest(svc, fields.get("agentId"), received)
     return result.as_json()
 

@@ -8,8 +8,9 @@ from fastapi import APIRouter
 
 from palaver.actions import replies
 from palaver.api.deps import Caller, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api", tags=["agents"])
+router = APIRouter(prefix="/api", tags=["agents"], route_class=StrictJsonRoute)
 
 
 @router.post("/messages/{message_id}/cancel", responses=errors(404, 409))

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from palaver.api.deps import Owner, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 from palaver.errors import NotFound
 from palaver.store import agents as agents_store
 from palaver.store import schedules as store
 
-router = APIRouter(prefix="/api/schedules", tags=["schedules"])
+router = APIRouter(prefix="/api/schedules", tags=["schedules"], route_class=StrictJsonRoute)
 
 
 @router.get("", responses=errors(403, 404))

@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter
 
 from palaver.api.deps import Caller, Svc, errors
+from palaver.api.routing import StrictJsonRoute
 
-router = APIRouter(prefix="/api", tags=["agents"])
+router = APIRouter(prefix="/api", tags=["agents"], route_class=StrictJsonRoute)
 
 
 @router.get("/tools", responses=errors())

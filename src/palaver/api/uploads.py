@@ -9,14 +9,15 @@ from fastapi.responses import FileResponse
 from palaver.actions import uploads
 from palaver.api.deps import Caller, Svc, errors
 from palaver.api.multipart import read_upload
+from palaver.api.routing import StrictJsonRoute
 from palaver.errors import NotFound
 
-router = APIRouter(tags=["uploads"])
+router = APIRouter(tags=["uploads"], route_class=StrictJsonRoute)
 
 
 @router.post(
     "/api/upload",
-    responses=errors(413),
+    responses=errors(408, 413),
     openapi_extra={
         "requestBody": {
             "content": {
@@ -33,7 +34,9 @@ router = APIRouter(tags=["uploads"])
 )
 async def upload(request: Request, _: Caller, svc: Svc) -> dict[str, str]:
     limit = svc.settings.current.limits.maxUploadBytes
-    received, _fields = await read_upload(request, svc.config.uploads_dir, limit)
+    received, _fields = await read_upload(
+        request, svc.config.uploads_dir, limit, idle_seconds=svc.config.upload_idle_seconds
+    )
     return {"url": await uploads.store(svc.config.uploads_dir, received)}
 
 

@@ -36,11 +36,15 @@ class RateLimiter(Protocol):
         """Token bucket: `burst` at once, refilled at `per_minute`."""
         ...
 
-    async def failures(self, key: str, window: float) -> tuple[int, float]:
-        """How many failures `key` has had within `window` seconds, and when the oldest leaves."""
+    async def reserve_attempt(self, key: str, window: float, limit: int) -> float:
+        """Count an attempt against `key` before it is evaluated, unless `limit` attempts are
+        already counted within `window` seconds; answers 0 when counted, else the seconds until
+        the oldest leaves. Reserving first is what holds the limit under concurrency."""
         ...
 
-    async def add_failure(self, key: str, window: float) -> None: ...
+    async def release_attempt(self, key: str) -> None:
+        """Take back the latest reserved attempt: it succeeded, so it is no failure."""
+        ...
 
 
 class MemoryRateLimiter:
@@ -75,16 +79,18 @@ class MemoryRateLimiter:
             retry_after=0.0 if allowed else (1.0 - tokens) / rate,
         )
 
-    async def failures(self, key: str, window: float) -> tuple[int, float]:
+    async def reserve_attempt(self, key: str, window: float, limit: int) -> float:
         now = self._clock()
-        times = self._failures.get(key)
-        if not times:
-            return 0, 0.0
+        times = self._failures.setdefault(key, deque(maxlen=max(64, limit)))
         while times and times[0] <= now - window:
             times.popleft()
-        return len(times), (times[0] + window - now) if times else 0.0
-
-    async def add_failure(self, key: str, window: float) -> None:
-        times = self._failures.setdefault(key, deque(maxlen=64))
-        times.append(self._clock())
         self._bound(self._failures, key)
+        if len(times) >= limit:
+            return times[0] + window - now
+        times.append(now)
+        return 0.0
+
+    async def release_attempt(self, key: str) -> None:
+        times = self._failures.get(key)
+        if times:
+            times.pop()

@@ -71,6 +71,23 @@ class Hub:
         self._connections: set[Connection] = set()
         self._by_channel: dict[str, set[Connection]] = defaultdict(set)
         self._streams: dict[str, dict[str, _Stream]] = defaultdict(dict)
+        self._unauthenticated: dict[str, int] = {}
+
+    def admit_unauthenticated(self, address: str, limit: int) -> bool:
+        """Count a socket that has not authenticated yet, unless `address` has `limit` already:
+        such sockets cost memory and a timer each, and need no session to open."""
+        count = self._unauthenticated.get(address, 0)
+        if count >= limit:
+            return False
+        self._unauthenticated[address] = count + 1
+        return True
+
+    def release_unauthenticated(self, address: str) -> None:
+        count = self._unauthenticated.get(address, 0) - 1
+        if count > 0:
+            self._unauthenticated[address] = count
+        else:
+            self._unauthenticated.pop(address, None)
 
     @property
     def connection_count(self) -> int:

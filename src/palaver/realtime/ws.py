@@ -9,7 +9,9 @@ import logging
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
 
+from palaver import strict_json
 from palaver.actions import auth, channels
 from palaver.actions.auth import Principal
 from palaver.errors import DomainError
@@ -33,9 +35,9 @@ def _origin_allowed(ws: WebSocket, svc: Services) -> bool:
     origin = ws.headers.get("origin")
     if origin is None:
         return True
-    host = ws.headers.get("host", "")
-    own = {f"http://{host}", f"https://{host}"}
-    return origin in own or origin in svc.config.allowed_origins
+    if origin.rstrip("/") in svc.config.allowed_origins:
+        return True
+    return svc.hosts.allows_origin(origin, ws.headers.get("host"))
 
 
 async def _receive(ws: WebSocket, idle: float) -> str | bytes:
@@ -47,26 +49,37 @@ async def _receive(ws: WebSocket, idle: float) -> str | bytes:
     return text if text is not None else bytes(message.get("bytes") or b"")
 
 
-def _parse(raw: str | bytes) -> Any:
-    """The JSON of a text frame, or None for a binary frame or malformed JSON."""
+class _Malformed:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _parse(raw: str | bytes) -> dict[str, Any] | _Malformed:
+    """The JSON object of a text frame; `_Malformed` says why there is none."""
     if isinstance(raw, bytes):
-        return None
+        return _Malformed("Each message must be a JSON text frame.")
     try:
-        return json.loads(raw)
-    except ValueError:
-        return None
+        value = strict_json.loads(raw)
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        if strict_json.is_refusal(reason):
+            return _Malformed(f"The message is not valid JSON: {reason}.")
+        return _Malformed("Each message must be a JSON text frame.")
+    if not isinstance(value, dict):
+        return _Malformed("Each message must be a JSON object with a 'type'.")
+    return value
 
 
 async def _authenticate(ws: WebSocket, svc: Services) -> Principal | None:
-    """By the session cookie if the upgrade carried one, otherwise by a first `auth` message."""
+    """By the session cookie if the upgrade carried one, otherwise by a first `auth` message
+    that must come within `ws_auth_seconds`."""
     cookie = ws.cookies.get("session")
     token: str | None = cookie
     if token is None:
         try:
-            raw = await _receive(ws, svc.config.ws_idle_seconds)
+            raw = await _receive(ws, svc.config.ws_auth_seconds)
         except TimeoutError:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(CLOSE_IDLE), CLOSE_TIMEOUT)
+            await _refuse(ws, "Authenticate within the first seconds of the connection.")
             return None
         except (WebSocketDisconnect, RuntimeError):
             return None
@@ -82,6 +95,14 @@ async def _authenticate(ws: WebSocket, svc: Services) -> Principal | None:
         return None
 
 
+async def _deny(ws: WebSocket, status: int, message: str) -> None:
+    """Refuse the upgrade with an HTTP answer where the server can send one."""
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        await ws.send_denial_response(JSONResponse({"error": message}, status_code=status))
+    else:
+        await ws.close(code=1008)
+
+
 async def _refuse(ws: WebSocket, message: str) -> None:
     with contextlib.suppress(Exception):
         await ws.send_text(_error("unauthenticated", message))
@@ -92,10 +113,17 @@ async def _refuse(ws: WebSocket, message: str) -> None:
 async def websocket_endpoint(ws: WebSocket) -> None:
     svc: Services = ws.app.state.services
     if not _origin_allowed(ws, svc):
-        await ws.close(code=1008)
+        await _deny(ws, 403, "This page's origin may not open the socket.")
         return
-    await ws.accept()
-    principal = await _authenticate(ws, svc)
+    address = ws.client.host if ws.client else "unknown"
+    if not svc.hub.admit_unauthenticated(address, svc.config.ws_unauthenticated_per_address):
+        await _deny(ws, 429, "Too many connections from this address are not logged in yet.")
+        return
+    try:
+        await ws.accept()
+        principal = await _authenticate(ws, svc)
+    finally:
+        svc.hub.release_unauthenticated(address)
     if principal is None:
         return
     conn = Connection(
@@ -134,10 +162,10 @@ async def _receive_loop(ws: WebSocket, svc: Services, conn: Connection, who: Pri
         except (WebSocketDisconnect, RuntimeError):
             return
         message = _parse(raw)
-        if message is None:
-            conn.offer(_error("bad_request", "Each message must be a JSON text frame."))
+        if isinstance(message, _Malformed):
+            conn.offer(_error("bad_request", message.reason))
             continue
-        kind = message.get("type") if isinstance(message, dict) else None
+        kind = message.get("type")
         if kind == "ping":
             conn.offer(json.dumps({"type": "pong"}))
         elif kind in ("subscribe", "unsubscribe"):

@@ -1,0 +1,59 @@
+"""JSON as the service accepts it: standard JSON only, and not nested without end.
+
+Python's parser takes `NaN` and `Infinity`, which no browser's `JSON.parse` reads back: one such
+message, stored and broadcast, would break every client in its channel. Deep nesting is refused
+early, before anything recursive (validation, encoding) can overflow on it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 64
+"""Arrays and objects within each other; metadata needs a handful."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def is_refusal(reason: str) -> bool:
+    """Whether a decode error's reason is one of this module's refusals, worth showing."""
+    return reason.endswith(("is not a JSON number", "levels deep"))
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse, or raise `json.JSONDecodeError` saying what is wrong."""
+    source = text if isinstance(text, str) else text.decode("utf-8", "surrogatepass")
+    try:
+        value = json.loads(source, parse_constant=_no_constant)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        raise json.JSONDecodeError(str(exc), source, 0) from None
+    except RecursionError:
+        raise _too_deep(source) from None
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise _too_deep(source)
+    return value
+
+
+def _too_deep(source: str) -> json.JSONDecodeError:
+    return json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", source, 0)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
