@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from datetime import UTC, datetime
 from http.cookies import SimpleCookie
@@ -228,10 +229,58 @@ async def test_failed_logins_are_forgotten_once_the_window_has_passed() -> None:
     now = [1000.0]
     limiter = MemoryRateLimiter(clock=lambda: now[0])
     for _ in range(10):
-        await limiter.add_failure("login:a", 300)
+        assert await limiter.reserve_attempt("login:a", 300, 10) == 0
         now[0] += 1
-    assert await limiter.failures("login:a", 300) == (10, 290.0)
+    assert await limiter.reserve_attempt("login:a", 300, 10) == 290.0
     now[0] = 1305.0
-    assert (await limiter.failures("login:a", 300))[0] == 4
-    now[0] = 1310.0
-    assert await limiter.failures("login:a", 300) == (0, 0.0)
+    assert await limiter.reserve_attempt("login:a", 300, 10) == 0, "six have left the window"
+    now[0] = 1400.0
+    for _ in range(9):
+        assert await limiter.reserve_attempt("login:a", 300, 10) == 0
+
+
+async def test_a_released_attempt_does_not_count() -> None:
+    limiter = MemoryRateLimiter(clock=lambda: 1000.0)
+    for _ in range(20):
+        assert await limiter.reserve_attempt("login:b", 300, 10) == 0
+        await limiter.release_attempt("login:b")
+    assert await limiter.reserve_attempt("login:b", 300, 10) == 0
+
+
+async def test_300_simultaneous_wrong_passwords_get_at_most_10_evaluated(server: Server) -> None:
+    here = _address()
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as client:
+        answers = await asyncio.gather(
+            *(
+                client.post(
+                    "/api/login", json={"password": f"wrong-{n}"}, headers={"X-Forwarded-For": here}
+                )
+                for n in range(300)
+            )
+        )
+    statuses = [a.status_code for a in answers]
+    assert set(statuses) <= {401, 429}
+    assert statuses.count(401) <= 10, statuses.count(401)
+    assert statuses.count(429) >= 290
+
+
+def test_a_right_password_does_not_count_as_a_failed_attempt(server: Server) -> None:
+    here = _address()
+    for _ in range(15):
+        assert _login(server, server.owner_key, **{"X-Forwarded-For": here}).status_code == 200
+    assert _login(server, "wrong", **{"X-Forwarded-For": here}).status_code == 401
+
+
+def test_an_active_session_gets_its_cookie_renewed_when_its_last_use_is(server: Server) -> None:
+    with server.login() as api:
+        fresh = api.get("/api/me")
+        assert "set-cookie" not in fresh.headers, "a session used a moment ago is not renewed"
+        age_session(server, api.token, days=29)
+        renewed = api.get("/api/me")
+        assert renewed.status_code == 200
+        token, flags = _session_cookie(renewed)
+        assert token == api.token
+        assert flags["max-age"] == str(30 * 86400)
+        assert flags["httponly"] is True and str(flags["samesite"]).lower() == "strict"
+        age_session(server, api.token, days=29)
+        assert api.get("/api/me").status_code == 200, "day 58 of an active session"

@@ -46,6 +46,18 @@ def test_serve_without_owner_key_exits_with_status_2_and_one_line(
     assert not (tmp_path / "data").exists(), "it must not prepare anything without a key"
 
 
+@pytest.mark.parametrize("owner_key", ["short", "elevenchars", "  eleven    "])
+def test_serve_refuses_an_owner_key_shorter_than_12_characters(
+    tmp_path: Path, owner_key: str
+) -> None:
+    done = _serve("--port", str(free_port()), env=_env(OWNER_KEY=owner_key), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "OWNER_KEY" in lines[0] and "12 characters" in lines[0]
+    assert owner_key.strip() not in done.stderr, "the key itself is never printed"
+    assert not (tmp_path / "data").exists()
+
+
 def test_serve_with_an_invalid_port_exits_with_status_2(tmp_path: Path) -> None:
     done = _serve(env=_env(OWNER_KEY=OWNER_KEY, PALAVER_PORT="eighty"), cwd=tmp_path)
     assert done.returncode == 2
@@ -79,9 +91,10 @@ def _up_or_dead(run: Running) -> bool:
 
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Running]]:
-    """Two servers started at once (start-up is the slow part): by flags and by environment."""
+    """Servers started at once (start-up is the slow part): by flags, by environment, and on
+    every address."""
     root = tmp_path_factory.mktemp("cli")
-    ports = [free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port()]
     plans = {
         "flags": (
             ["--host", "127.0.0.2", "--port", str(ports[0]), "--data-dir", str(root / "by-flag")],
@@ -101,6 +114,13 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Runn
             "127.0.0.3",
             ports[1],
             root / "by-env",
+        ),
+        "everywhere": (
+            ["--host", "0.0.0.0", "--port", str(ports[2]), "--data-dir", str(root / "all")],
+            _env(OWNER_KEY=OWNER_KEY),
+            "127.0.0.1",
+            ports[2],
+            root / "all",
         ),
     }
     running: dict[str, Running] = {}
@@ -129,6 +149,26 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Runn
             run.proc.terminate()
             run.proc.wait(20)
             assert "Traceback" not in run.log.read_text(), run.log.read_text()
+
+
+@pytest.mark.parametrize("how", ["flags", "env"])
+def test_once_listening_it_says_where_to_open_it_and_how_to_log_in(
+    started: dict[str, Running], how: str
+) -> None:
+    run = started[how]
+    log = run.log.read_text()
+    line = next(line for line in log.splitlines() if line.startswith("Palaver is ready"))
+    assert f"open {run.url} in a browser" in line
+    assert "OWNER_KEY" in line and f"{run.url}/api/docs" in line
+    assert log.index("Application startup complete") < log.index("Palaver is ready")
+
+
+def test_serving_on_every_address_logs_which_hosts_are_accepted(
+    started: dict[str, Running],
+) -> None:
+    log = started["everywhere"].log.read_text()
+    assert "127.0.0.1, [::1], localhost" in log and "PALAVER_ALLOWED_HOSTS" in log
+    assert _answers(started["everywhere"].url)
 
 
 @pytest.mark.parametrize("how", ["flags", "env"])

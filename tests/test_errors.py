@@ -14,7 +14,7 @@ import pytest
 
 from palaver.app import create_app
 from palaver.config import Config
-from tests.support import Api, Guest, Server
+from tests.support import Api, Guest, Server, unique
 
 LEAKS = ("Traceback", 'File "', "sqlalchemy", "SELECT ", "INSERT ", "sqlite", "pydantic")
 
@@ -50,6 +50,69 @@ def test_a_method_a_route_does_not_take_answers_405(owner: Api, method: str, pat
     response = owner.request(method, path)
     _is_error(response, 405)
     assert response.headers["allow"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/api/messages", "GET, HEAD, POST"),
+        ("DELETE", "/api/settings", "GET, HEAD, PUT"),
+        ("POST", "/api/agents/agent_x", "DELETE, GET, HEAD, PUT"),
+        ("GET", "/api/login", "POST"),
+    ],
+)
+def test_405_names_every_method_the_path_takes(
+    owner: Api, method: str, path: str, allowed: str
+) -> None:
+    response = owner.request(method, path)
+    _is_error(response, 405)
+    assert response.headers["allow"] == allowed
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"channelId": "%s", "content": "hi", "type": "text", "metadata": {{"x": {v}}}}}',
+        '{{"channelId": "%s", "content": "hi", "type": "text", '
+        '"metadata": {{"a": [1, {{"b": {v}}}]}}}}',
+        '{{"channelId": "%s", "content": {v}, "type": "text"}}',
+    ],
+    ids=["metadata", "nested", "field"],
+)
+def test_nan_and_infinity_are_refused_and_never_stored(
+    owner: Api, template: str, value: str
+) -> None:
+    channel = owner.ok(
+        "POST", "/api/channels", json={"name": unique("nan"), "type": "group", "agentIds": []}
+    )["channel"]["id"]
+    raw = (template.format(v=value) % channel).encode()
+    response = owner.post(
+        "/api/messages", content=raw, headers={"Content-Type": "application/json"}
+    )
+    error = _is_error(response, 400)
+    assert value.lstrip("-") in error and "not a JSON number" in error
+    assert owner.ok("GET", "/api/messages", params={"channelId": channel})["messages"] == []
+
+
+def test_nan_in_settings_is_refused(owner: Api) -> None:
+    raw = b'{"memory": {"duplicateThreshold": NaN}}'
+    response = owner.put("/api/settings", content=raw, headers={"Content-Type": "application/json"})
+    assert "not a JSON number" in _is_error(response, 400)
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+def test_deeply_nested_json_answers_400(owner: Api, depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    raw = f'{{"name": "deep", "description": "x", "extra": {nested}}}'.encode()
+    response = owner.post("/api/agents", content=raw, headers={"Content-Type": "application/json"})
+    assert "levels deep" in _is_error(response, 400)
+
+
+@pytest.mark.parametrize("path", ["/api/messages", "/api/chains"])
+def test_an_empty_channel_id_is_refused_like_a_missing_one(owner: Api, path: str) -> None:
+    assert "channelId" in _is_error(owner.get(path, params={"channelId": ""}), 400)
+    assert "channelId" in _is_error(owner.get(path), 400)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import re
 import socket
 import time
 import unicodedata
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote
@@ -220,6 +221,59 @@ def test_an_upload_that_stops_halfway_leaves_nothing_on_disk(server: Server, own
     wait_until(lambda: _uploads(server) == before, what="the partial file to be removed")
     time.sleep(0.2)
     assert _uploads(server) == before
+
+
+@pytest.mark.parametrize("cut", [b"\r\n--" + BOUNDARY.encode() + b"--\r\n", b"--\r\n"])
+def test_a_form_whose_closing_boundary_never_comes_answers_400_and_keeps_nothing(
+    server: Server, owner: Api, cut: bytes
+) -> None:
+    before = _uploads(server)
+    body = _multipart("cut.txt", b"the first half of a file")
+    assert body.endswith(cut)
+    response = owner.post(
+        "/api/upload",
+        content=body[: -len(cut)],
+        headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+    )
+    assert "closing boundary" in response.json()["error"]
+    assert response.status_code == 400
+    assert _uploads(server) == before
+
+
+@pytest.fixture(scope="module")
+def impatient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("impatient") / "srv")
+    srv.start(PALAVER_UPLOAD_IDLE_SECONDS="1")
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("path", ["/api/upload", "/api/rag/upload"])
+def test_an_upload_that_sends_nothing_for_a_while_is_ended_and_removed(
+    impatient_server: Server, path: str
+) -> None:
+    server = impatient_server
+    before = _uploads(server) | files_under(server.data_dir / "incoming")
+    with server.login() as api:
+        body = _multipart("slow.bin", b"\1" * 100_000)
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Cookie: session={api.token}\r\n"
+            f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(head + body[:50_000])
+            started = time.monotonic()
+            answer = sock.recv(4096)
+            waited = time.monotonic() - started
+            while part := sock.recv(4096):
+                answer += part
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"sent nothing for 1 seconds" in answer
+        assert 0.8 <= waited < 5
+    after = _uploads(server) | files_under(server.data_dir / "incoming")
+    assert after == before
 
 
 @pytest.mark.parametrize(

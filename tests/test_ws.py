@@ -21,6 +21,7 @@ from tests.support import (
     new_channel,
     post,
     revoked_login,
+    wait_until,
 )
 
 
@@ -130,6 +131,34 @@ def test_bad_input_after_auth_answers_bad_request_and_keeps_the_connection(
         ws.expect("pong")
 
 
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ('{"type": "ping", "x": NaN}', "NaN is not a JSON number"),
+        ('{"type": "subscribe", "channelId": "c", "n": -Infinity}', "-Infinity"),
+        ("[" * 1000 + "]" * 1000, "levels deep"),
+        ('{"type": "ping", "x": ' + '{"a": ' * 5000 + "1" + "}" * 5001, "levels deep"),
+    ],
+    ids=["nan", "infinity", "nested-1000", "nested-5000-in-object"],
+)
+def test_frames_that_are_not_standard_json_answer_bad_request_and_keep_the_connection(
+    server: Server, owner: Api, raw: str, says: str
+) -> None:
+    with Ws(server, owner.token) as ws:
+        ws.conn.send(raw)
+        event = ws.expect("error")
+        assert event["data"]["code"] == "bad_request"
+        assert says in event["data"]["message"]
+        ws.send({"type": "ping"})
+        ws.expect("pong")
+
+
+def test_a_deeply_nested_first_frame_is_refused_with_4401(server: Server) -> None:
+    with Ws(server) as ws:
+        ws.conn.send("[" * 1000 + "]" * 1000)
+        assert ws.expect_close() == 4401
+
+
 def test_subscribe_acknowledges_and_delivers_the_channels_messages(
     server: Server, owner: Api, channel: str
 ) -> None:
@@ -221,6 +250,8 @@ def idle_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(tmp_path_factory.mktemp("idle") / "srv")
     srv.start(
         PALAVER_WS_IDLE_SECONDS="1",
+        PALAVER_WS_AUTH_SECONDS="1",
+        PALAVER_WS_UNAUTHENTICATED_PER_ADDRESS="5",
         PALAVER_ALLOWED_ORIGINS='["https://chat.example.com"]',
     )
     yield srv
@@ -252,9 +283,41 @@ def test_a_silent_connection_is_closed_but_one_that_pings_stays(idle_server: Ser
         chatty.expect("pong")
 
 
-def test_a_connection_that_never_authenticates_is_closed(idle_server: Server) -> None:
+def test_a_connection_that_never_authenticates_is_closed_with_4401(idle_server: Server) -> None:
     with Ws(idle_server) as ws:
-        assert ws.expect_close(timeout=5) == 4408
+        started = time.monotonic()
+        assert ws.expect_close(timeout=5) == 4401
+        assert time.monotonic() - started < 3
+
+
+def test_the_auth_deadline_is_10_seconds_by_default(server: Server) -> None:
+    with Ws(server) as ws:
+        started = time.monotonic()
+        assert ws.expect_close(timeout=20) == 4401
+        assert 9 <= time.monotonic() - started < 15
+
+
+def test_unauthenticated_sockets_per_address_are_capped(idle_server: Server) -> None:
+    waiting = [Ws(idle_server) for _ in range(5)]
+    try:
+        with pytest.raises(InvalidStatus) as refused:
+            Ws(idle_server)
+        assert refused.value.response.status_code == 429
+    finally:
+        for ws in waiting:
+            ws.close()
+    wait_until(lambda: _opens(idle_server), what="a slot to free up")
+    with idle_server.login() as api, Ws(idle_server, api.token) as ws:
+        ws.send({"type": "ping"})
+        ws.expect("pong")
+
+
+def _opens(server: Server) -> bool:
+    try:
+        Ws(server).close()
+    except InvalidStatus:
+        return False
+    return True
 
 
 # -- a slow consumer ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from palaver.errors import install_error_handlers
 from palaver.knowledge.embed import CurrentEmbedder
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.knowledge.service import KnowledgeBase
+from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
 from palaver.realtime import ws
@@ -121,9 +122,11 @@ def create_app(config: Config) -> FastAPI:
         await svc.bus.start()
         await svc.scheduler.catch_up()
         svc.scheduler.start()
+        warming = asyncio.create_task(warm_up(svc.db, svc.embedder))
         try:
             yield
         finally:
+            await warming
             await svc.scheduler.aclose()
             await svc.dispatcher.shutdown()
             await svc.chains.shutdown()

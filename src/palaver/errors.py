@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from palaver import strict_json
 from palaver.ids import new_id
@@ -118,15 +119,21 @@ def _document_400_not_422(app: FastAPI) -> None:
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> str:
-    """Every method some route takes at this path: Starlette names only the first route's."""
+    """Every method the API documents at this path: Starlette names only the first route's."""
+    path = request.url.path
     methods: set[str] = set()
-    for route in app.routes:
-        match, _ = route.matches(request.scope)
-        if match != Match.NONE:
-            methods.update(getattr(route, "methods", None) or ())
+    for template, operations in app.openapi().get("paths", {}).items():
+        if _template_regex(template).fullmatch(path):
+            methods.update(method.upper() for method in operations)
     if "GET" in methods:
         methods.add("HEAD")
     return ", ".join(sorted(methods))
+
+
+@functools.cache
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[^}]+\}", template)
+    return re.compile("[^/]+".join(re.escape(part) for part in parts))
 
 
 def install_error_handlers(app: FastAPI) -> None:

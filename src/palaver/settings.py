@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +61,8 @@ class AgentLimits(_Strict):
     toolRounds: int = Field(default=8, ge=1, le=64)
     toolTimeoutSeconds: float = Field(default=60.0, gt=0, le=3600)
     replyTokens: int = Field(default=1024, ge=16, le=100_000)
+    replySeconds: int = Field(default=300, ge=1, le=3600)
+    """The whole reply, tool calls included: a provider that never ends is cut off."""
     maxHandoffs: int = Field(default=4, ge=0, le=64)
     maxChainSteps: int = Field(default=10, ge=1, le=100)
 
@@ -107,6 +110,39 @@ def mask_secret(value: str | None) -> str | None:
     return SECRET_MASK + value[-SHOWN_TAIL:]
 
 
+_SECRET_PARAM = re.compile(
+    r"(?i)^(.*[-_])?(key|apikey|token|secret|password|passwd|pass|pwd|auth|authorization|"
+    r"sig|signature|credential|credentials|session)$"
+)
+
+
+def mask_url(url: str | None) -> str | None:
+    """A URL with the credentials it carries masked: the password of `user:pass@`, and the
+    values of query parameters named like secrets (`api_key`, `token`, `sig`...)."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return SECRET_MASK
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:{SECRET_MASK}@{hostport}" if colon else f"{SECRET_MASK}@{hostport}"
+    query = "&".join(_mask_param(pair) for pair in parts.query.split("&")) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _mask_param(pair: str) -> str:
+    name = pair.partition("=")[0]
+    return f"{name}={SECRET_MASK}" if _SECRET_PARAM.match(unquote_plus(name)) else pair
+
+
+def _is_url_path(path: tuple[str, ...]) -> bool:
+    return bool(path) and path[-1] in ("baseUrl", "url")
+
+
 def _is_secret_path(path: tuple[str, ...]) -> bool:
     if not path:
         return False
@@ -124,7 +160,15 @@ def _walk(value: Any, path: tuple[str, ...], fn: Any) -> Any:
 def masked(settings: Settings) -> dict[str, Any]:
     """The settings as any client may see them: every secret cut to its last four characters."""
     raw = settings.model_dump(mode="json")
-    return dict(_walk(raw, (), lambda p, v: mask_secret(v) if _is_secret_path(p) else v))
+    return dict(_walk(raw, (), _mask_value))
+
+
+def _mask_value(path: tuple[str, ...], value: Any) -> Any:
+    if _is_secret_path(path):
+        return mask_secret(value)
+    if _is_url_path(path) and isinstance(value, str):
+        return mask_url(value)
+    return value
 
 
 def merge(current: Settings, patch: dict[str, Any]) -> Settings:
@@ -151,11 +195,9 @@ def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
             else:
                 out[key] = value
         return out
-    if (
-        _is_secret_path(path)
-        and isinstance(patch, str)
-        and isinstance(base, str)
-        and patch == mask_secret(base)
-    ):
-        return base
+    if isinstance(patch, str) and isinstance(base, str) and patch != base:
+        if _is_secret_path(path) and patch == mask_secret(base):
+            return base
+        if _is_url_path(path) and patch == mask_url(base):
+            return base
     return patch

@@ -25,22 +25,27 @@ def is_refusal(reason: str) -> bool:
 
 def loads(text: str | bytes) -> Any:
     """Parse, or raise `json.JSONDecodeError` saying what is wrong."""
-    source = text if isinstance(text, str) else text.decode("utf-8", "surrogatepass")
     try:
-        value = json.loads(source, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
     except ValueError as exc:
-        if isinstance(exc, json.JSONDecodeError):
-            raise
-        raise json.JSONDecodeError(str(exc), source, 0) from None
+        raise json.JSONDecodeError(_reason(exc), "", 0) from None
     except RecursionError:
-        raise _too_deep(source) from None
+        raise _too_deep() from None
     if _depth_exceeds(value, MAX_DEPTH):
-        raise _too_deep(source)
+        raise _too_deep()
     return value
 
 
-def _too_deep(source: str) -> json.JSONDecodeError:
-    return json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", source, 0)
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "the text is not valid UTF-8"
+    return str(exc)
+
+
+def _too_deep() -> json.JSONDecodeError:
+    return json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", "", 0)
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:

@@ -12,6 +12,8 @@ both vendors unchanged. Build scripts with the functions below rather than the c
     stream_error(text(...), after=2, "Overloaded") a vendor error event after 2 content pieces
     stall(text(...), after=2)                     stops after 2 pieces until released or closed
     hang(seconds=None, then=None)                 says nothing (no status line) for a while
+    keep_alive(text(...), after=2)                SSE comments every 0.2 s after 2 pieces, for
+                                                  as long as the client listens
 
 A "content piece" is one text slice or one tool-argument fragment; the events that open and
 close a message are not counted, so `after=0` fails right after the stream's preamble.
@@ -101,14 +103,21 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class KeepAlive:
+    reply: StreamReply
+    after: int
+    interval: float = 0.2
+
+
+@dataclass(frozen=True)
 class Hang:
     seconds: float | None = None
     then: Reply | None = None
     """Served after the wait; None closes the connection without an answer."""
 
 
-Cut = Broken | Malformed | StreamFailure | Stall
-Reply = Text | ToolCalls | HttpError | Broken | Malformed | StreamFailure | Stall | Hang
+Cut = Broken | Malformed | StreamFailure | Stall | KeepAlive
+Reply = Text | ToolCalls | HttpError | Broken | Malformed | StreamFailure | Stall | KeepAlive | Hang
 
 
 def text(*pieces: str, delay: float = 0.0, usage: tuple[int, int] | None = None) -> Text:
@@ -167,6 +176,10 @@ def stream_error(reply: StreamReply, after: int, message: str = "Overloaded") ->
 
 def stall(reply: StreamReply, after: int, seconds: float | None = None) -> Stall:
     return Stall(reply, after, seconds)
+
+
+def keep_alive(reply: StreamReply, after: int, interval: float = 0.2) -> KeepAlive:
+    return KeepAlive(reply, after, interval)
 
 
 def hang(seconds: float | None = None, then: Reply | None = None) -> Hang:

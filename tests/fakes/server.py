@@ -35,6 +35,7 @@ from .script import (
     Broken,
     Hang,
     HttpError,
+    KeepAlive,
     Malformed,
     Reply,
     Stall,
@@ -314,8 +315,8 @@ class FakeModelServer:
         elif isinstance(reply, StreamFailure):
             self.send_error_reply(handler, HttpError(500, reply.message))
         else:
-            if isinstance(reply, Stall):
-                self.wait(reply.seconds)
+            if isinstance(reply, Stall | KeepAlive):
+                self.wait(reply.seconds if isinstance(reply, Stall) else None)
                 reply = reply.reply
             handler.send_json(200, renderer.whole(reply, request.body))
 
@@ -327,6 +328,14 @@ class FakeModelServer:
             return renderer.malformed_event()
         if isinstance(cut, StreamFailure):
             return renderer.error_event(cut.message)
+        if isinstance(cut, KeepAlive):
+            with self._changed:
+                gate = self._gate
+            while not gate.wait(cut.interval):
+                handler.write_chunk(b": keep-alive\n\n")
+            if self._closing:
+                raise Aborted
+            return None
         assert isinstance(cut, Stall)
         self.wait(cut.seconds)
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -28,8 +28,27 @@ _AFTER_ANY_ID_CHAR = "~"
 _TEXT_TYPES = ("text", "image", "file")
 
 
+CHARS_PER_TOKEN = 4
+TURN_OVERHEAD = 4
+"""Tokens a chat format spends around each message."""
+
+
 def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4) + 4
+    return math.ceil(len(text) / CHARS_PER_TOKEN) + TURN_OVERHEAD
+
+
+def trim_middle(text: str, max_tokens: int) -> str:
+    """`text` cut to about `max_tokens`, keeping its start and its end: a long paste usually
+    says what it is at the top and asks its question at the bottom."""
+    room = max(0, max_tokens - TURN_OVERHEAD) * CHARS_PER_TOKEN
+    if len(text) <= room:
+        return text
+    marker = "\n[… {} characters cut …]\n"
+    keep = max(0, room - len(marker.format(len(text))))
+    head = keep // 2
+    tail = keep - head
+    cut = len(text) - head - tail
+    return text[:head] + marker.format(cut) + (text[-tail:] if tail else "")
 
 
 class PromptSection(Protocol):
@@ -68,6 +87,9 @@ class ContextBuilder:
             cost = estimate_tokens(turn.content)
             if cost > budget and history:
                 break
+            if cost > budget:
+                turn = replace(turn, content=trim_middle(turn.content, max(budget, 0)))
+                cost = estimate_tokens(turn.content)
             budget -= cost
             history.append(turn)
         history.reverse()

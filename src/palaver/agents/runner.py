@@ -11,11 +11,11 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from palaver.agents.context import ContextBuilder, estimate_tokens
+from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
 from palaver.bus.base import channel_topic
 from palaver.domain import Agent, Channel, Message
@@ -147,8 +147,13 @@ class ReplyRunner:
             )
             tally = _Tally()
             ending: dict[str, Any] = {}
+            deadline = self.svc.settings.current.agents.replySeconds
             try:
-                await self._converse(req, reply, stream, tally)
+                async with asyncio.timeout(deadline):
+                    if await self._converse(req, reply, stream, tally):
+                        ending["truncated"] = True
+            except TimeoutError:
+                ending["error"] = f"The reply took longer than {deadline} seconds and was cut off."
             except ProviderError as exc:
                 ending["error"] = str(exc)
             except Exception:
@@ -174,7 +179,8 @@ class ReplyRunner:
 
     async def _converse(
         self, req: ReplyRequest, reply: Message, stream: ChunkStream, tally: _Tally
-    ) -> None:
+    ) -> bool:
+        """Run the model and its tools; answers whether the reply was cut at `replyTokens`."""
         provider, model = await self.providers.resolve(req.agent.model)
         limits = self.svc.settings.current.agents
         real_specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
@@ -191,13 +197,15 @@ class ReplyRunner:
             req.notes,
         )
         options = GenerationOptions(max_tokens=limits.replyTokens)
+        max_chars = limits.replyTokens * CHARS_PER_TOKEN
+        truncated = False
         for round_no in range(limits.toolRounds + 1):
             offered = specs if round_no < limits.toolRounds else []
-            text, calls = await self._one_call(
-                provider, model, conversation, offered, options, stream, tally
+            text, calls, truncated = await self._one_call(
+                provider, model, conversation, offered, options, stream, tally, max_chars
             )
             calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
-            if not calls or not offered:
+            if truncated or not calls or not offered:
                 break
             outcomes = await self._run_tools(req, reply, calls)
             wire_calls = tuple(replace(c, name=aliases.get(c.name, c.name)) for c in calls)
@@ -209,6 +217,7 @@ class ReplyRunner:
         if not tally.reported:
             tally.prompt = sum(estimate_tokens(m.content) for m in conversation)
             tally.completion = estimate_tokens(stream.text)
+        return truncated
 
     async def _one_call(
         self,
@@ -219,18 +228,29 @@ class ReplyRunner:
         options: GenerationOptions,
         stream: ChunkStream,
         tally: _Tally,
-    ) -> tuple[str, list[ToolCall]]:
+        max_chars: int,
+    ) -> tuple[str, list[ToolCall], bool]:
+        """One model call; stops reading, and says so, once the reply's text reaches
+        `max_chars`: a provider that ignores `max_tokens` must not fill the database."""
         calls = ToolCallAccumulator()
         text: list[str] = []
-        async for delta in provider.stream(model, conversation, specs, options):
-            if isinstance(delta, TextDelta):
-                text.append(delta.text)
-                await stream.add(delta.text)
-            elif isinstance(delta, ToolCallDelta):
-                calls.add(delta)
-            elif isinstance(delta, Usage):
-                tally.add(delta)
-        return "".join(text), calls.calls()
+        deltas = provider.stream(model, conversation, specs, options)
+        try:
+            async for delta in deltas:
+                if isinstance(delta, TextDelta):
+                    room = max_chars - stream.length
+                    piece = delta.text[:room]
+                    text.append(piece)
+                    await stream.add(piece)
+                    if len(delta.text) >= room:
+                        return "".join(text), [], True
+                elif isinstance(delta, ToolCallDelta):
+                    calls.add(delta)
+                elif isinstance(delta, Usage):
+                    tally.add(delta)
+        finally:
+            await _close(deltas)
+        return "".join(text), calls.calls(), False
 
     async def _run_tools(
         self, req: ReplyRequest, reply: Message, calls: list[ToolCall]
@@ -299,6 +319,13 @@ class ReplyRunner:
         if "error" in ending:
             log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, ending["error"])
         return stored
+
+
+async def _close(deltas: AsyncIterator[Any]) -> None:
+    """End the provider's stream now, closing its connection, rather than at collection."""
+    aclose = getattr(deltas, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _wire_names(names: list[str]) -> dict[str, str]:

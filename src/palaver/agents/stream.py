@@ -30,6 +30,8 @@ class ChunkStream:
         self._checkpoint_every = checkpoint_every
         self._pending: list[str] = []
         self._parts: list[str] = []
+        self.length = 0
+        """Characters so far, kept as they arrive: joining `text` per delta would be quadratic."""
         self._seq = 0
         self._last_sent = 0.0
         self._timer: asyncio.Task[None] | None = None
@@ -45,6 +47,7 @@ class ChunkStream:
             return
         self._pending.append(text)
         self._parts.append(text)
+        self.length += len(text)
         if self._saver is None:
             self._saver = asyncio.create_task(self._save_periodically())
         wait = self._last_sent + self._interval - time.monotonic()

