@@ -80,6 +80,49 @@ def test_every_secret_is_masked_to_its_last_four_characters(
     assert stored["mcpServers"][mcp]["headers"]["Authorization"] == secrets["header"]
 
 
+def test_credentials_in_urls_are_masked_and_kept_when_sent_back(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    password, token, key = unique("pw-"), unique("tok-"), unique("key-")
+    urls = {
+        "provider": f"https://bob:{password}@llm.example/v1?api_key={key}&region=eu",
+        "mcp": f"https://{token}@mcp.example/mcp?sig={key}",
+        "search": f"http://searx.example/?token={token}&lang=en",
+    }
+    patch = {
+        "providers": {provider: {"type": "openai", "baseUrl": urls["provider"]}},
+        "mcpServers": {mcp: {"url": urls["mcp"]}},
+        "webSearch": {"provider": "searxng", "baseUrl": urls["search"]},
+    }
+    try:
+        for settings in (_put(owner, patch), owner.ok("GET", "/api/settings")["settings"]):
+            text = json.dumps(settings, ensure_ascii=False)
+            assert not any(secret in text for secret in (password, token, key))
+            assert settings["providers"][provider]["baseUrl"] == (
+                f"https://bob:{MASK}@llm.example/v1?api_key={MASK}&region=eu"
+            )
+            assert (
+                settings["mcpServers"][mcp]["url"] == f"https://{MASK}@mcp.example/mcp?sig={MASK}"
+            )
+            assert settings["webSearch"]["baseUrl"] == f"http://searx.example/?token={MASK}&lang=en"
+        shown = owner.ok("GET", "/api/settings")["settings"]
+        _put(
+            owner,
+            {
+                "providers": shown["providers"],
+                "mcpServers": shown["mcpServers"],
+                "webSearch": shown["webSearch"],
+            },
+        )
+        stored = _stored(server)
+        assert stored["providers"][provider]["baseUrl"] == urls["provider"]
+        assert stored["mcpServers"][mcp]["url"] == urls["mcp"]
+        assert stored["webSearch"]["baseUrl"] == urls["search"]
+    finally:
+        _put(owner, {"webSearch": {"provider": None, "baseUrl": None}})
+
+
 def test_a_short_secret_shows_nothing_of_itself(owner: Api, ids: tuple[str, str]) -> None:
     provider, _ = ids
     settings = _put(owner, {"providers": {provider: {"type": "openai", "apiKey": "abc123"}}})
