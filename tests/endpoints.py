@@ -114,7 +114,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST", "/api/guests", json=lambda t: {"name": unique("g-")}, admin=True, errors=_e(403)
     ),
     Endpoint("DELETE", "/api/guests/{guest}", admin=True, consumes="guest", errors=_e(403, 404)),
-    Endpoint("POST", "/api/upload", upload=True, errors=_e(413)),
+    Endpoint("POST", "/api/upload", upload=True, errors=_e(408, 413)),
     Endpoint("GET", "{upload}", errors=_e(404)),
     Endpoint("GET", "/api/tools"),
     Endpoint(
@@ -140,7 +140,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         upload=True,
         form=lambda t: {"agentId": t["agent"]},
         admin=True,
-        errors=_e(403, 404, 413, 415, 502),
+        errors=_e(403, 404, 408, 413, 415, 502),
     ),
     Endpoint(
         "POST",
