@@ -82,10 +82,10 @@ def build_services(config: Config) -> Services:
     rerankers = svc.rerankers = Rerankers(db, svc.providers)
     svc.tools.register(MemoryWriteTool(db, svc.memories))
     svc.tools.register(MemorySearchTool(db, svc.memories))
-    svc.tools.register(RagQueryTool(svc.knowledge, rerankers.for_agent_id))
+    svc.tools.register(RagQueryTool(db, svc.knowledge, rerankers.for_agent_id))
     svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
     context = ContextBuilder(
-        db, [MemorySection(db, svc.memories), KnowledgeSection(svc.knowledge, rerankers)]
+        db, [MemorySection(db, svc.memories), KnowledgeSection(db, svc.knowledge, rerankers)]
     )
     runner = ReplyRunner(svc, svc.providers, svc.tools, context)
     svc.dispatcher = Dispatcher(svc, runner)
