@@ -50,9 +50,7 @@ async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any
     `visibility` is `owner` (the default) or `members` (channels with guests may use it)."""
     limit = svc.settings.current.limits.maxUploadBytes
     received, fields = await read_upload(request, knowledge.incoming_dir(svc), limit)
-    result = await knowledge.ingest(
-        svc, fields.get("agentId"), received, fields.get("visibility")
-    )
+    result = await knowledge.ingest(svc, fields.get("agentId"), received, fields.get("visibility"))
     return result.as_json()
 
 

@@ -242,9 +242,7 @@ class KnowledgeBase:
             found: dict[str, list[str]] = {}
 
             async def text_search() -> None:
-                hits = await self._index.text_search(
-                    agent_id, query, DEPTH, visibility=visibility
-                )
+                hits = await self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
                 found["text"] = [h.id for h in hits]
 
             async def vector_search() -> None:

@@ -9,8 +9,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
-from palaver.store.uploads import record_references
 from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
+from palaver.store.uploads import record_references
 
 
 def _message(row: Any) -> Message:

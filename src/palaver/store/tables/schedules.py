@@ -29,9 +29,9 @@ schedules = Table(
     Index("ix_schedules_agent_id", "agent_id"),
     Index("ix_schedules_created_by", "created_by"),
 )
-"""Exactly one of `cron` (UTC) and `at` is set. `created_by` is the person the agent was
-answering; a guest's schedules count against that guest's limit, not the agent's. `next_run_at` is the next due time, null once
-a one-shot has run."""
+"""Exactly one of `cron` (UTC) and `at` is set. `next_run_at` is the next due time, null once
+a one-shot has run. `created_by` is the person the agent was answering: a guest's schedules
+count against that guest's limit, not the agent's."""
 
 schedule_runs = Table(
     "schedule_runs",

@@ -1,0 +1,168 @@
+"""What a guest can reach through an agent: only documents the owner shared with members, only
+the agents of the channel, and schedules of its own within its own limits.
+
+Each test runs a real server whose agents talk to the fake model; the fake's requests show what
+the agent was told, and the channel's events what it answered."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.agents.conftest import Room
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import Reply, text, tool_call, tool_calls
+from tests.fakes.server import RecordedRequest
+from tests.knowledge.helpers import is_grading
+from tests.support import Api, Guest, Server, Ws, new_channel
+
+PRIVATE = "The owner's salary is ninety thousand euros a year, paid monthly."
+SHARED = "The office opens at nine o'clock on weekdays; the salary desk is on floor two."
+QUESTION = "What do you know about salary and the office?"
+DOCUMENTS_HEADING = "## From your documents (cite them by name and page)"
+
+
+@pytest.fixture
+def no_grades(fake_openai: FakeOpenAI) -> Iterator[None]:
+    """The service's re-scoring requests get an answer that is not JSON (so passages keep
+    their fused order) and leave the queued replies to the agents."""
+
+    def responder(request: RecordedRequest) -> Reply | None:
+        return text("no grades") if is_grading(request) else None
+
+    fake_openai.responder = responder
+    yield
+    fake_openai.responder = None
+
+
+def upload(api: Api, agent_id: str, name: str, content: str, **form: str) -> httpx.Response:
+    files = {"file": (name, content.encode(), "text/plain")}
+    return api.post("/api/rag/upload", files=files, data={"agentId": agent_id, **form})
+
+
+def uploaded(api: Api, agent_id: str, name: str, content: str, **form: str) -> dict[str, Any]:
+    response = upload(api, agent_id, name, content, **form)
+    assert response.status_code == 200, response.text
+    document: dict[str, Any] = response.json()["document"]
+    return document
+
+
+def replies(fake: FakeOpenAI) -> list[RecordedRequest]:
+    return [r for r in fake.model_requests if not is_grading(r)]
+
+
+def ask(room: Room, content: str, api: Api | None = None) -> dict[str, Any]:
+    body = {"channelId": room.id, "content": f"@{room.agents[0]['name']} {content}"}
+    (api or room.api).ok("POST", "/api/messages", json=body)
+    return room.reply(timeout=30)
+
+
+def tool_result(room: Room, reply_id: str, tool: str) -> str:
+    for event in room.ws.seen:
+        data = event.get("data", {})
+        if event["type"] == "tool_result" and (data["messageId"], data["toolName"]) == (
+            reply_id,
+            tool,
+        ):
+            result: str = data["result"]
+            return result
+    raise AssertionError(f"no result of {tool} in reply {reply_id}")
+
+
+def guest_room(server: Server, owner: Api, guest: Guest, agents: list[dict[str, Any]]) -> Room:
+    channel = new_channel(owner, agent_ids=[a["id"] for a in agents], member_ids=[guest.id])
+    ws = Ws(server, owner.token)
+    ws.subscribe(channel["id"])
+    return Room(owner, channel, agents, ws)
+
+
+def test_a_channel_with_a_guest_draws_only_on_documents_shared_with_members(
+    server: Server, owner: Api, make_room: Any, fake_openai: FakeOpenAI, no_grades: None
+) -> None:
+    own: Room = make_room({"tools": ["rag_query"]})
+    agent = own.agents[0]
+    private = uploaded(owner, agent["id"], "pay.txt", PRIVATE)
+    shared = uploaded(owner, agent["id"], "office.txt", SHARED, visibility="members")
+    assert (private["visibility"], shared["visibility"]) == ("owner", "members")
+    listed = owner.ok("GET", "/api/rag/documents", params={"agentId": agent["id"]})["documents"]
+    assert {d["name"]: d["visibility"] for d in listed} == {
+        "pay.txt": "owner",
+        "office.txt": "members",
+    }
+    search = tool_call("rag_query", {"query": QUESTION, "topK": 5})
+
+    with Guest(server, owner) as guest:
+        room = guest_room(server, owner, guest, [agent])
+        with room.ws:
+            ask(room, QUESTION, guest.api)
+            system = replies(fake_openai)[-1].body["messages"][0]["content"]
+            assert DOCUMENTS_HEADING in system and SHARED in system
+            assert PRIVATE not in system and "pay.txt" not in system
+
+            fake_openai.enqueue(tool_calls(search), text("Nine o'clock."))
+            reply = ask(room, "search your documents", guest.api)
+            found = json.loads(tool_result(room, reply["data"]["id"], "rag_query"))
+            assert [r["content"] for r in found] == [SHARED]
+            assert PRIVATE not in json.dumps([r.body for r in fake_openai.model_requests])
+            assert all(PRIVATE not in m["content"] for m in room.history())
+
+            changed = owner.ok(
+                "PUT", f"/api/rag/documents/{private['id']}", json={"visibility": "members"}
+            )["document"]
+            assert changed == {**private, "visibility": "members"}
+            fake_openai.enqueue(tool_calls(search), text("Both."))
+            reply = ask(room, "search again", guest.api)
+            found = json.loads(tool_result(room, reply["data"]["id"], "rag_query"))
+            assert {r["content"] for r in found} == {PRIVATE, SHARED}
+
+            owner.ok("PUT", f"/api/rag/documents/{private['id']}", json={"visibility": "owner"})
+            fake_openai.reset()
+            fake_openai.responder = lambda r: text("no grades") if is_grading(r) else None
+            fake_openai.enqueue(tool_calls(search), text("Only the office."))
+            reply = ask(room, "and once more", guest.api)
+            found = json.loads(tool_result(room, reply["data"]["id"], "rag_query"))
+            assert [r["content"] for r in found] == [SHARED]
+            system = replies(fake_openai)[0].body["messages"][0]["content"]
+            assert SHARED in system and PRIVATE not in system
+
+    fake_openai.enqueue(tool_calls(search), text("Both, here."))
+    reply = ask(own, QUESTION)
+    system = replies(fake_openai)[-2].body["messages"][0]["content"]
+    assert PRIVATE in system and SHARED in system, "the owner's own channel sees everything"
+    found = json.loads(tool_result(own, reply["data"]["id"], "rag_query"))
+    assert {r["content"] for r in found} == {PRIVATE, SHARED}
+
+
+def test_a_documents_visibility_is_checked_and_changed_only_by_the_owner(
+    server: Server, owner: Api, make_room: Any
+) -> None:
+    agent = make_room({}).agents[0]
+    for bad in ("everyone", "", "OWNER"):
+        response = upload(owner, agent["id"], "x.txt", f"Some text {bad}.", visibility=bad)
+        assert response.status_code == 400, response.text
+        assert "visibility" in response.json()["error"]
+    assert owner.ok("GET", "/api/rag/documents", params={"agentId": agent["id"]}) == {
+        "documents": []
+    }
+    document = uploaded(owner, agent["id"], "x.txt", "Some text.")
+    path = f"/api/rag/documents/{document['id']}"
+    for body in (
+        {"visibility": "public"},
+        {"visibility": None},
+        {},
+        {"visibility": "members", "x": 1},
+    ):
+        response = owner.put(path, json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert set(response.json()) == {"error"}
+    response = owner.put("/api/rag/documents/doc_unknown", json={"visibility": "members"})
+    assert response.status_code == 404 and set(response.json()) == {"error"}
+    with Guest(server, owner) as guest:
+        response = guest.api.put(path, json={"visibility": "members"})
+        assert response.status_code == 403
+    listed = owner.ok("GET", "/api/rag/documents", params={"agentId": agent["id"]})["documents"]
+    assert [d["visibility"] for d in listed] == ["owner"]
