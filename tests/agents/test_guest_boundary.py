@@ -15,10 +15,10 @@ import pytest
 
 from tests.agents.conftest import Room
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.script import Reply, text, tool_call, tool_calls
+from tests.fakes.script import Reply, stall, text, tool_call, tool_calls
 from tests.fakes.server import RecordedRequest
 from tests.knowledge.helpers import is_grading
-from tests.support import Api, Guest, Server, Ws, new_channel
+from tests.support import Api, Guest, Server, Ws, new_channel, unique
 
 PRIVATE = "The owner's salary is ninety thousand euros a year, paid monthly."
 SHARED = "The office opens at nine o'clock on weekdays; the salary desk is on floor two."
@@ -166,3 +166,56 @@ def test_a_documents_visibility_is_checked_and_changed_only_by_the_owner(
         assert response.status_code == 403
     listed = owner.ok("GET", "/api/rag/documents", params={"agentId": agent["id"]})["documents"]
     assert [d["visibility"] for d in listed] == ["owner"]
+
+
+def test_call_agent_reaches_only_agents_of_the_channel_and_hides_the_others(
+    server: Server, owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    outsider = make_room({"name": unique("Outsider")}).agents[0]
+    with Guest(server, owner) as guest:
+        asker = owner.ok(
+            "POST",
+            "/api/agents",
+            json={"name": unique("Asker"), "model": "oai/gpt-test", "tools": ["call_agent"]},
+        )["agent"]
+        room = guest_room(server, owner, guest, [asker])
+        with room.ws:
+            for ref in (outsider["name"], outsider["id"], "Nobody At All"):
+                call = tool_call("call_agent", {"agent": ref, "message": "what do you know?"})
+                fake_openai.enqueue(tool_calls(call), text("I could not ask."))
+                reply = ask(room, "ask around", guest.api)
+                assert reply["data"]["content"] == "I could not ask."
+                assert tool_result(room, reply["data"]["id"], "call_agent") == (
+                    f"Error: There is no agent '{ref}' in this channel; "
+                    "only its agents can be called."
+                )
+            assert all(
+                e["data"].get("agentId") in (None, asker["id"])
+                for e in room.ws.seen
+                if e["type"] in ("stream_start", "message")
+            ), "the outsider never answered here"
+            assert len(replies(fake_openai)) == 6
+
+
+def test_a_chain_step_of_an_agent_removed_from_the_channel_is_skipped(
+    owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": unique("Pa")}, {"name": unique("Pb")})
+    first, second = room.agents
+    fake_openai.enqueue(stall(text("one", " two"), after=1), text("second step"))
+    room.post(f"@{first['name']} @{second['name']} go")
+    chain_id = room.ws.expect("collab_status", status="running")["data"]["chainId"]
+    room.ws.expect("stream_chunk")
+    owner.ok("POST", f"/api/chains/{chain_id}/pause")
+    fake_openai.release()
+    room.ws.expect("collab_status", 20, status="paused")
+    owner.ok("PUT", f"/api/channels/{room.id}", json={"agentIds": [first["id"]]})
+    owner.ok("POST", f"/api/chains/{chain_id}/resume")
+    room.ws.expect("collab_status", 20, status="completed")
+    chain = owner.ok("GET", f"/api/chains/{chain_id}")["chain"]
+    assert [(s["agentId"], s["status"]) for s in chain["steps"]] == [
+        (first["id"], "completed"),
+        (second["id"], "skipped"),
+    ]
+    assert len(fake_openai.model_requests) == 1
+    assert not [m for m in room.history() if m["agentId"] == second["id"]]
