@@ -18,7 +18,7 @@ from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher, recover_interrupted
 from palaver.agents.recall import KnowledgeSection, MemorySection, Rerankers
 from palaver.agents.runner import ReplyRunner
-from palaver.agents.scheduler import Scheduler, reply_to_schedules
+from palaver.agents.scheduler import Scheduler, guest_budget, reply_to_schedules
 from palaver.api import (
     admin,
     agents,
@@ -93,8 +93,15 @@ def build_services(config: Config) -> Services:
     svc.dispatcher.group_handler = svc.chains.on_group_message
     svc.on_user_message.append(svc.dispatcher.on_user_message)
     svc.tools.register(CallAgentTool(svc))
-    svc.scheduler = Scheduler(db, reply_to_schedules(svc))
-    svc.tools.register(ManageScheduleTool(db, svc.scheduler.clock, svc.scheduler.wake))
+    svc.scheduler = Scheduler(db, reply_to_schedules(svc), admit=guest_budget(svc))
+    svc.tools.register(
+        ManageScheduleTool(
+            db,
+            svc.scheduler.clock,
+            svc.scheduler.wake,
+            lambda: settings.current.limits.guestSchedules,
+        )
+    )
     return svc
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import Reply, stall, text, tool_call, tool_calls
 from tests.fakes.server import RecordedRequest
 from tests.knowledge.helpers import is_grading
-from tests.support import Api, Guest, Server, Ws, new_channel, unique
+from tests.support import Api, Guest, Server, Ws, new_channel, sql, unique, wait_until
 
 PRIVATE = "The owner's salary is ninety thousand euros a year, paid monthly."
 SHARED = "The office opens at nine o'clock on weekdays; the salary desk is on floor two."
@@ -219,3 +220,122 @@ def test_a_chain_step_of_an_agent_removed_from_the_channel_is_skipped(
     ]
     assert len(fake_openai.model_requests) == 1
     assert not [m for m in room.history() if m["agentId"] == second["id"]]
+
+
+NEVER_SOON = "0 0 1 1 *"
+"""Midnight on New Year's Day: a cron schedule that will not come due during a test."""
+
+
+def schedule_results(room: Room, reply: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        json.loads(e["data"]["result"]) if e["data"]["result"].startswith("{") else e["data"]
+        for e in room.ws.seen
+        if e["type"] == "tool_result" and e["data"]["messageId"] == reply["data"]["id"]
+    ]
+
+
+def create(n: int, prompt: str = "Year report") -> Reply:
+    return tool_calls(
+        *(
+            tool_call(
+                "manage_schedule",
+                {"action": "create", "schedule": NEVER_SOON, "prompt": f"{prompt} {i}"},
+            )
+            for i in range(n)
+        )
+    )
+
+
+def test_a_guests_schedules_are_its_own_limited_and_deleted_with_it(
+    server: Server, owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    own: Room = make_room({"tools": ["manage_schedule", "call_agent"]})
+    agent = own.agents[0]
+    helper = owner.ok(
+        "POST",
+        "/api/agents",
+        json={"name": unique("Helper"), "model": "oai/gpt-test", "tools": ["manage_schedule"]},
+    )["agent"]
+    owner_id = owner.ok("GET", "/api/me")["user"]["id"]
+    for i in range(48):
+        sql(
+            server,
+            "INSERT INTO schedules VALUES (?, ?, ?, ?, ?, NULL, 'filler', 1, "
+            "'2999-01-01 00:00:00.000000', NULL, '2024-05-01 12:00:00.000000')",
+            f"sched_filler{i:02d}{unique()}",
+            agent["id"],
+            own.id,
+            owner_id,
+            NEVER_SOON,
+        )
+    with Guest(server, owner) as guest:
+        room = guest_room(server, owner, guest, [agent, helper])
+        with room.ws:
+            fake_openai.enqueue(create(4), text("Four."))
+            results = schedule_results(room, ask(room, "schedule four things", guest.api))
+            assert [r["created"]["createdBy"] for r in results] == [guest.id] * 4
+
+            call = tool_call("call_agent", {"agent": helper["name"], "message": "one more"})
+            fake_openai.enqueue(tool_calls(call), create(2, "Helper"), text("Done."), text("."))
+            ask(room, "ask the helper to schedule two", guest.api)
+            helped = [
+                r
+                for e in room.ws.seen
+                if e["type"] == "tool_result" and e["data"]["toolName"] == "manage_schedule"
+                for r in [e["data"]["result"]]
+            ][-2:]
+            assert sum(r.startswith("{") for r in helped) == 1, "the fifth is the guest's too"
+            refused = next(r for r in helped if not r.startswith("{"))
+            assert refused == (
+                f"Error: {guest.user['name']} already has 5 active schedules, the most a guest "
+                "may have; delete one first."
+            )
+
+        mine = [s for s in listed(owner) if s["createdBy"] == guest.id]
+        assert len(mine) == 5 and {s["agentId"] for s in mine} == {agent["id"], helper["id"]}
+        fake_openai.enqueue(create(3, "Owner's"), text("Some."))
+        reply = ask(own, "schedule three of mine")
+        outcomes = [r for r in schedule_results(own, reply)]
+        assert [("created" in r) for r in outcomes] == [True, True, False], (
+            "the guest's five do not count against the agent's 50"
+        )
+        owner.ok("DELETE", f"/api/guests/{guest.id}")
+    assert not [s for s in listed(owner) if s["createdBy"] == guest.id]
+    assert len([s for s in listed(owner) if s["agentId"] == agent["id"]]) == 50
+
+
+def listed(api: Api) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = api.ok("GET", "/api/schedules")["schedules"]
+    return found
+
+
+def test_a_guests_schedule_runs_on_the_guests_message_budget(
+    server: Server, owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    agent = make_room({"tools": ["manage_schedule"]}).agents[0]
+    limits = owner.ok("GET", "/api/settings")["settings"]["limits"]
+    with Guest(server, owner) as guest:
+        room = guest_room(server, owner, guest, [agent])
+        try:
+            owner.ok(
+                "PUT", "/api/settings", json={"limits": {"messagesPerMinute": 1, "messageBurst": 1}}
+            )
+            at = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+            made = tool_call("manage_schedule", {"action": "create", "at": at, "prompt": "Ping"})
+            fake_openai.enqueue(tool_calls(made), text("Will do."))
+            with room.ws:
+                (created,) = schedule_results(room, ask(room, "remind me", guest.api))
+            schedule_id = created["created"]["id"]
+            wait_until(
+                lambda: bool(
+                    sql(server, "SELECT 1 FROM schedule_runs WHERE schedule_id = ?", schedule_id)
+                ),
+                timeout=15,
+                what="the run",
+            )
+        finally:
+            owner.ok("PUT", "/api/settings", json={"limits": limits})
+        assert sql(
+            server, "SELECT status, reason FROM schedule_runs WHERE schedule_id = ?", schedule_id
+        ) == [("skipped", "rate_limited")]
+        assert not [m for m in room.history() if m["metadata"].get("scheduleId") == schedule_id]
