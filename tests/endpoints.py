@@ -64,7 +64,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "POST", "/api/messages/{message}/cancel", scoped=True, owner_status=409, errors=_e(404, 409)
     ),
-    Endpoint("GET", "/api/models"),
+    Endpoint("GET", "/api/models", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/agents"),
     Endpoint("GET", "/api/agents/{agent}", scoped=True, errors=_e(404)),
     Endpoint(
@@ -118,7 +118,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("DELETE", "/api/guests/{guest}", admin=True, consumes="guest", errors=_e(403, 404)),
     Endpoint("POST", "/api/upload", upload=True, errors=_e(413)),
     Endpoint("GET", "{upload}", scoped=True, errors=_e(404)),
-    Endpoint("GET", "/api/tools"),
+    Endpoint("GET", "/api/tools", admin=True, errors=_e(403)),
     Endpoint(
         "POST",
         "/api/chains",

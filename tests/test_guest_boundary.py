@@ -140,3 +140,21 @@ def test_uploads_linked_before_the_upgrade_stay_readable_by_the_channels_members
     with fresh_server.login(guest_key) as guest:
         assert guest.get(url).content == b"old minutes"
         assert guest.get("/uploads/2024-05/other-0123abcd.txt").status_code == 404
+
+
+def test_the_model_and_tool_catalogues_with_their_errors_are_the_owners(
+    server: Server, owner: Api
+) -> None:
+    """A provider's or MCP server's error names its address or command: owner settings."""
+    unreachable = {"type": "openai", "baseUrl": "http://user:secret@127.0.0.1:9/v1"}
+    owner.ok("PUT", "/api/settings", json={"providers": {"hidden": unreachable}})
+    try:
+        assert "hidden" in owner.ok("GET", "/api/models")["errors"]
+        with Guest(server, owner) as guest:
+            for path in ("/api/models", "/api/tools"):
+                response = guest.api.get(path)
+                assert response.status_code == 403, response.text
+                assert "secret" not in response.text and "127.0.0.1" not in response.text
+    finally:
+        owner.ok("PUT", "/api/settings", json={"providers": {"hidden": None}})
+    assert owner.ok("GET", "/api/tools")["tools"]
