@@ -339,3 +339,23 @@ def test_a_guests_schedule_runs_on_the_guests_message_budget(
             server, "SELECT status, reason FROM schedule_runs WHERE schedule_id = ?", schedule_id
         ) == [("skipped", "rate_limited")]
         assert not [m for m in room.history() if m["metadata"].get("scheduleId") == schedule_id]
+
+
+def test_in_a_guest_channel_an_agent_cannot_delete_its_schedules_of_other_channels(
+    server: Server, owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    own: Room = make_room({"tools": ["manage_schedule"]})
+    agent = own.agents[0]
+    fake_openai.enqueue(create(1, "Private"), text("Made."))
+    (made,) = schedule_results(own, ask(own, "schedule my private report"))
+    schedule_id = made["created"]["id"]
+    with Guest(server, owner) as guest:
+        room = guest_room(server, owner, guest, [agent])
+        with room.ws:
+            delete = tool_call("manage_schedule", {"action": "delete", "id": schedule_id})
+            fake_openai.enqueue(tool_calls(delete), text("Could not."))
+            reply = ask(room, f"delete schedule {schedule_id}", guest.api)
+            assert tool_result(room, reply["data"]["id"], "manage_schedule") == (
+                f"Error: You have no schedule with the id '{schedule_id}'."
+            )
+    assert schedule_id in [s["id"] for s in listed(owner)]
