@@ -2,8 +2,9 @@
 
 A path names what it acts on in braces: {agent}, {channel}, {message}, {guest}, {upload},
 {chain}, {schedule}, {document} (one of the agent's documents), {memory} (one of the agent's
-memories). The channel (and the chain in it) is one the matrix's guest is not a member of; the
-agent, guest, document and memory of a DELETE are made for that one request.
+memories). The channel (and the chain in it, the agent and the owner's upload) is one the
+matrix's guest is not a member of; the agent, guest, document and memory of a DELETE are made
+for that one request.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class Endpoint:
     admin: bool = False
     """Owner only: a guest gets 403."""
     scoped: bool = False
-    """Concerns one channel: a guest outside it gets 404, as if the channel did not exist."""
+    """Concerns a channel (or what only its members see): a guest outside it gets 404, as if
+    the target did not exist."""
     consumes: str | None = None
     """The kind of target this request uses up, made fresh for each request."""
     owner_status: int = 200
@@ -62,9 +64,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "POST", "/api/messages/{message}/cancel", scoped=True, owner_status=409, errors=_e(404, 409)
     ),
-    Endpoint("GET", "/api/models"),
+    Endpoint("GET", "/api/models", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/agents"),
-    Endpoint("GET", "/api/agents/{agent}", errors=_e(404)),
+    Endpoint("GET", "/api/agents/{agent}", scoped=True, errors=_e(404)),
     Endpoint(
         "POST",
         "/api/agents",
@@ -115,8 +117,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint("DELETE", "/api/guests/{guest}", admin=True, consumes="guest", errors=_e(403, 404)),
     Endpoint("POST", "/api/upload", upload=True, errors=_e(408, 413)),
-    Endpoint("GET", "{upload}", errors=_e(404)),
-    Endpoint("GET", "/api/tools"),
+    Endpoint("GET", "{upload}", scoped=True, errors=_e(404)),
+    Endpoint("GET", "/api/tools", admin=True, errors=_e(403)),
     Endpoint(
         "POST",
         "/api/chains",
@@ -150,6 +152,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=_e(403, 404, 502),
     ),
     Endpoint("GET", "/api/rag/documents?agentId={agent}", admin=True, errors=_e(403, 404)),
+    Endpoint(
+        "PUT",
+        "/api/rag/documents/{document}",
+        json=lambda t: {"visibility": "members"},
+        admin=True,
+        errors=_e(403, 404),
+    ),
     Endpoint(
         "DELETE",
         "/api/rag/documents/{document}",

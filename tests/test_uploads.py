@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.support import Api, Guest, Server, files_under, unique, wait_until
+from tests.support import Api, Server, files_under, unique, wait_until
 
 LIMIT = 25 * 1024 * 1024
 BOUNDARY = "palaver-test-boundary"
@@ -164,8 +164,7 @@ def test_a_download_needs_a_session(server: Server, owner: Api) -> None:
         response = anonymous.get(url)
     assert response.status_code == 401
     assert set(response.json()) == {"error"}
-    with Guest(server, owner) as guest:
-        assert guest.api.get(url).content == b"for members"
+    assert owner.get(url).content == b"for members"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher, recover_interrupted
 from palaver.agents.recall import KnowledgeSection, MemorySection, Rerankers
 from palaver.agents.runner import ReplyRunner
-from palaver.agents.scheduler import Scheduler, reply_to_schedules
+from palaver.agents.scheduler import Scheduler, guest_budget, reply_to_schedules
 from palaver.api import (
     admin,
     agents,
@@ -85,10 +85,10 @@ def build_services(config: Config) -> Services:
     rerankers = svc.rerankers = Rerankers(db, svc.providers)
     svc.tools.register(MemoryWriteTool(db, svc.memories))
     svc.tools.register(MemorySearchTool(db, svc.memories))
-    svc.tools.register(RagQueryTool(svc.knowledge, rerankers.for_agent_id))
+    svc.tools.register(RagQueryTool(db, svc.knowledge, rerankers.for_agent_id))
     svc.tools.register(WebSearchTool(lambda: settings.current.webSearch))
     context = ContextBuilder(
-        db, [MemorySection(db, svc.memories), KnowledgeSection(svc.knowledge, rerankers)]
+        db, [MemorySection(db, svc.memories), KnowledgeSection(db, svc.knowledge, rerankers)]
     )
     runner = ReplyRunner(svc, svc.providers, svc.tools, context)
     svc.dispatcher = Dispatcher(svc, runner)
@@ -96,8 +96,15 @@ def build_services(config: Config) -> Services:
     svc.dispatcher.group_handler = svc.chains.on_group_message
     svc.on_user_message.append(svc.dispatcher.on_user_message)
     svc.tools.register(CallAgentTool(svc))
-    svc.scheduler = Scheduler(db, reply_to_schedules(svc))
-    svc.tools.register(ManageScheduleTool(db, svc.scheduler.clock, svc.scheduler.wake))
+    svc.scheduler = Scheduler(db, reply_to_schedules(svc), admit=guest_budget(svc))
+    svc.tools.register(
+        ManageScheduleTool(
+            db,
+            svc.scheduler.clock,
+            svc.scheduler.wake,
+            lambda: settings.current.limits.guestSchedules,
+        )
+    )
     return svc
 
 

@@ -53,6 +53,8 @@ class Limits(_Strict):
     messageBurst: int = Field(default=10, ge=1, le=100_000)
     maxMessageChars: int = Field(default=32_000, ge=1, le=1_000_000)
     maxUploadBytes: int = Field(default=25 * 1024 * 1024, ge=1, le=10 * 1024**3)
+    guestSchedules: int = Field(default=5, ge=0, le=1000)
+    """Active schedules agents may keep for one guest (made in answer to that guest)."""
 
 
 class AgentLimits(_Strict):

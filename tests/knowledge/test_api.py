@@ -25,7 +25,17 @@ from tests.support import Api, Server, Ws, new_agent, sql
 GRADER = "kbgrader"
 """The provider id under which the fake model that re-scores passages is configured."""
 
-DOCUMENT_FIELDS = {"id", "agentId", "name", "kind", "bytes", "pages", "chunks", "createdAt"}
+DOCUMENT_FIELDS = {
+    "id",
+    "agentId",
+    "name",
+    "kind",
+    "bytes",
+    "pages",
+    "chunks",
+    "visibility",
+    "createdAt",
+}
 RESULT_FIELDS = {
     "chunkId",
     "documentId",

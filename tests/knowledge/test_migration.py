@@ -1,4 +1,4 @@
-"""Revision 0002_knowledge makes the schema the table definitions describe, FTS5 included,
+"""The migrations make the knowledge schema the table definitions describe, FTS5 included,
 and its downgrade removes all of it."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def describe(path: Path) -> dict[str, Any]:
 
 def test_the_migration_matches_the_table_definitions(tmp_path: Path) -> None:
     migrated, defined = tmp_path / "migrated.db", tmp_path / "defined.db"
-    migrate.upgrade(f"sqlite+aiosqlite:///{migrated}", "0002_knowledge")
+    migrate.upgrade(f"sqlite+aiosqlite:///{migrated}")
     create_knowledge_schema(f"sqlite:///{defined}")
     schema = describe(migrated)
     assert schema == describe(defined)

@@ -8,7 +8,7 @@ from typing import Any
 
 import emoji
 
-from palaver.domain import BUILTIN_TOOLS, Agent
+from palaver.domain import BUILTIN_TOOLS, Agent, User
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
@@ -62,9 +62,23 @@ async def get(svc: Services, agent_id: str) -> Agent:
     return agent
 
 
-async def list_agents(svc: Services) -> list[Agent]:
+async def list_visible(svc: Services, user: User) -> list[Agent]:
+    """Every agent for the owner; for a guest, the agents of its channels."""
     async with svc.db.read() as conn:
-        return await agents.list_all(conn)
+        if user.is_owner:
+            return await agents.list_all(conn)
+        return await agents.list_in_channels_of(conn, user.id)
+
+
+async def visible(svc: Services, user: User, agent_id: str) -> Agent:
+    """The agent, or NotFound: a guest cannot tell an agent outside its channels from a
+    missing one."""
+    if user.is_owner:
+        return await get(svc, agent_id)
+    found = [a for a in await list_visible(svc, user) if a.id == agent_id]
+    if not found:
+        raise NotFound(f"No agent has the id '{agent_id}'.")
+    return found[0]
 
 
 async def create(svc: Services, fields: dict[str, Any]) -> Agent:

@@ -8,7 +8,7 @@ from palaver.domain import User
 from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.store import users
+from palaver.store import schedules, users
 from palaver.store.tables.base import utcnow
 
 
@@ -30,10 +30,13 @@ async def list_guests(svc: Services) -> list[User]:
 
 
 async def delete(svc: Services, guest_id: str) -> None:
+    """The guest goes with its sessions and the schedules agents made in answer to it; its
+    messages stay."""
     async with svc.db.write() as tx:
         guest = await users.get(tx.conn, guest_id)
         if guest is None or guest.role != "guest":
             raise NotFound(f"No guest has the id '{guest_id}'.")
+        await schedules.delete_created_by(tx.conn, guest_id)
         hashes = await users.delete_user(tx.conn, guest_id)
         tx.on_commit(
             lambda: svc.bus.publish(

@@ -22,13 +22,17 @@ log = logging.getLogger(__name__)
 _running: set[asyncio.Task[None]] = set()
 
 
-async def ingest(svc: Services, agent_id: str | None, upload: UploadedFile) -> IngestResult:
+async def ingest(
+    svc: Services, agent_id: str | None, upload: UploadedFile, visibility: str | None = None
+) -> IngestResult:
     """Index an uploaded file in the agent's knowledge base; the received file is removed."""
     try:
         if not agent_id:
             raise Invalid("The form field 'agentId' is required.")
         data = await anyio.Path(upload.path).read_bytes()
-        return await svc.knowledge.ingest(agent_id, upload.filename, data)
+        return await svc.knowledge.ingest(
+            agent_id, upload.filename, data, "owner" if visibility is None else visibility
+        )
     finally:
         with contextlib.suppress(FileNotFoundError):
             await anyio.to_thread.run_sync(os.unlink, upload.path)

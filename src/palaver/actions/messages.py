@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from palaver.actions.channels import visible
+from palaver.auth.limiter import message_budget
 from palaver.bus.base import channel_topic
 from palaver.domain import MESSAGE_TYPES, Channel, Message, User
 from palaver.errors import Invalid, NotFound, RateLimited
@@ -79,7 +80,7 @@ async def post(
             return earlier, {}
     limits = svc.settings.current.limits
     decision = await svc.limiter.take(
-        f"msg:{user.id}", limits.messagesPerMinute, limits.messageBurst
+        message_budget(user.id), limits.messagesPerMinute, limits.messageBurst
     )
     if not decision.allowed:
         raise RateLimited("You are sending messages too fast; wait a moment.", decision.headers())

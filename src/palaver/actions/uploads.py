@@ -1,4 +1,5 @@
-"""Uploaded files: safe names that never collide, and how each kind may be served back."""
+"""Uploaded files: safe names that never collide, who may read each, and how each kind may be
+served back."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from urllib.parse import quote
 import anyio
 
 from palaver.api.multipart import UploadedFile
+from palaver.domain import User
 from palaver.errors import NotFound
+from palaver.services import Services
+from palaver.store import uploads as uploads_store
 from palaver.store.tables.base import utcnow
 
 mimetypes.init()  # reads the system's type tables now, not later on the event loop
@@ -44,21 +48,30 @@ def safe_name(client_name: str) -> str:
     return stem + tail
 
 
-async def store(uploads_dir: Path, upload: UploadedFile) -> str:
-    """Move a received file to its month's folder and answer its URL path."""
-    month = utcnow().strftime("%Y-%m")
-    folder = uploads_dir / month
+async def store(svc: Services, user: User, upload: UploadedFile) -> str:
+    """Move a received file to its month's folder, record its uploader, answer its URL path."""
+    now = utcnow()
+    month = now.strftime("%Y-%m")
+    folder = svc.config.uploads_dir / month
     await anyio.Path(folder).mkdir(parents=True, exist_ok=True)
     name = safe_name(upload.filename)
     await anyio.to_thread.run_sync(os.replace, upload.path, folder / name)
+    async with svc.db.write() as tx:
+        await uploads_store.record_upload(tx.conn, f"{month}/{name}", user.id, now)
     return f"/uploads/{month}/{quote(name)}"
 
 
-def locate(uploads_dir: Path, month: str, name: str) -> Path:
-    """The file behind an upload URL; anything that could step outside the folder is NotFound."""
+async def readable(svc: Services, user: User, month: str, name: str) -> Path:
+    """The file behind an upload URL, if the caller may read it: the owner, its uploader, or a
+    member of a channel whose messages carry its URL. Anything else, and anything that could
+    step outside the folder, is the same NotFound as a file that does not exist."""
     if not _MONTH.match(month) or name != safe_name_shape(name):
         raise NotFound("There is no such upload.")
-    return uploads_dir / month / name
+    if not user.is_owner:
+        async with svc.db.read() as conn:
+            if not await uploads_store.readable_by(conn, f"{month}/{name}", user.id):
+                raise NotFound("There is no such upload.")
+    return svc.config.uploads_dir / month / name
 
 
 def safe_name_shape(name: str) -> str:

@@ -3,6 +3,11 @@
 The question is posted in the channel as the caller's message and the answer streams there
 like any reply, so everyone sees the exchange. Calls nest at most `MAX_DEPTH` deep and never
 come back to an agent already in the call path.
+
+Only the agents of the channel can be called: an agent from elsewhere would answer, in this
+channel, with what it knows from elsewhere. An agent that is not in the channel and one that
+does not exist are refused in the same words, so the model (and a guest reading the channel)
+learns nothing of the agents outside it.
 """
 
 from __future__ import annotations
@@ -45,17 +50,18 @@ class CallAgentTool:
         question = str(args["message"]).strip()
         if not question:
             raise ToolError("The message to the other agent is empty.")
-        callee = await self._find(str(args["agent"]))
+        async with self.svc.db.read() as conn:
+            channel = await channels_store.get(conn, ctx.channel_id)
+            members = await agents_store.get_many(conn, channel.agent_ids) if channel else []
+        if channel is None:
+            raise ToolError("The channel is gone.")
+        callee = _find(str(args["agent"]), members)
         if callee.id in ctx.call_path:
             raise ToolError(
                 f"{callee.name} is already in this chain of calls; calling it would loop."
             )
         if len(ctx.call_path) > MAX_DEPTH:
             raise ToolError(f"Calls between agents nest at most {MAX_DEPTH} deep.")
-        async with self.svc.db.read() as conn:
-            channel = await channels_store.get(conn, ctx.channel_id)
-        if channel is None:
-            raise ToolError("The channel is gone.")
         asked = Message(
             id=new_id("msg"),
             channel_id=channel.id,
@@ -74,7 +80,13 @@ class CallAgentTool:
                 )
             )
         answer = await self.svc.dispatcher.reply(
-            ReplyRequest(agent=callee, channel=channel, trigger=asked, call_path=ctx.call_path)
+            ReplyRequest(
+                agent=callee,
+                channel=channel,
+                trigger=asked,
+                call_path=ctx.call_path,
+                on_behalf_of=ctx.user_id,
+            )
         )
         if answer.metadata.get("error"):
             raise ToolError(f"{callee.name} could not answer: {answer.metadata['error']}")
@@ -82,13 +94,12 @@ class CallAgentTool:
             raise ToolError(f"{callee.name}'s answer was stopped before it was complete.")
         return answer.content
 
-    async def _find(self, ref: str) -> Agent:
-        ref = ref.strip().removeprefix("@")
-        async with self.svc.db.read() as conn:
-            agent = await agents_store.get(conn, ref)
-            if agent is None:
-                agent_id = await agents_store.id_for_name(conn, ref)
-                agent = await agents_store.get(conn, agent_id) if agent_id else None
-        if agent is None:
-            raise ToolError(f"There is no agent named '{ref}'.")
-        return agent
+
+def _find(ref: str, members: list[Agent]) -> Agent:
+    """The member agent with this id or name (ignoring case)."""
+    ref = ref.strip().removeprefix("@")
+    key = agents_store.name_key(ref)
+    for agent in members:
+        if ref == agent.id or key == agents_store.name_key(agent.name):
+            return agent
+    raise ToolError(f"There is no agent '{ref}' in this channel; only its agents can be called.")

@@ -5,6 +5,10 @@ A chain starts when a person's message in a group mentions several member agents
 member. Each step is an ordinary streamed reply; the agent is told the original message and
 every earlier step's output. Pause and cancel are requests stored on the chain and honoured
 when the running step ends, so any node can take them.
+
+A step runs only if its agent is a member of the channel when the step starts: an agent
+removed meanwhile (say while the chain was paused) is skipped, so it never answers in a
+channel it is no longer in, with what it knows from elsewhere.
 """
 
 from __future__ import annotations
@@ -169,6 +173,11 @@ class ChainCoordinator:
         if agent is None:
             step.status = "error"
             return await self._finish(chain, "error", f"The agent {step.agent_id} is gone.")
+        if agent.id not in channel.agent_ids:
+            step.status = "skipped"
+            async with self.svc.db.write() as tx:
+                await chains_store.save(tx.conn, chain)
+            return True
         step.status = "running"
         async with self.svc.db.write() as tx:
             await chains_store.save(tx.conn, chain)

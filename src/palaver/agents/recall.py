@@ -65,15 +65,19 @@ class MemorySection:
 
 
 class KnowledgeSection:
-    def __init__(self, knowledge: KnowledgeBase, rerankers: Rerankers) -> None:
+    """In a channel with guests, only passages of documents shared with members."""
+
+    def __init__(self, db: Database, knowledge: KnowledgeBase, rerankers: Rerankers) -> None:
+        self._db = db
         self._knowledge = knowledge
         self._rerankers = rerankers
 
     async def __call__(self, agent: Agent, channel: Channel, message: Message) -> str | None:
         reranker = await self._rerankers.for_agent(agent)
+        members_only = await privacy_scope(self._db, channel.id) is not None
         try:
             found = await self._knowledge.relevant_chunks(
-                agent.id, message.content, INJECTED_CHUNKS, reranker
+                agent.id, message.content, INJECTED_CHUNKS, reranker, members_only=members_only
             )
         except ProviderError as exc:
             log.warning("agent %s answers without its documents: %s", agent.id, exc)

@@ -51,6 +51,9 @@ class ReplyRequest:
     notes: Sequence[str] = ()
     """Extra system text, such as a chain's account of the steps before."""
     call_path: tuple[str, ...] = ()
+    on_behalf_of: str | None = None
+    """The person this work is for when the trigger is not theirs (a call between agents, a
+    schedule's run): tools act for them, as for the author of a message."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Merged into the stored reply's metadata (a chain id, a schedule id)."""
 
@@ -265,7 +268,7 @@ class ReplyRunner:
             agent_id=req.agent.id,
             agent_name=req.agent.name,
             channel_id=req.channel.id,
-            user_id=req.trigger.user_id,
+            user_id=req.on_behalf_of or req.trigger.user_id,
             message_id=reply.id,
             call_path=(*req.call_path, req.agent.id),
             trigger_id=req.trigger.id,

@@ -19,6 +19,10 @@ Missed runs (the service was down, or the loop was held up) follow one rule wher
 are met: only the latest due time counts, earlier ones are recorded as `missed`; it runs if
 it is less than an hour late and is otherwise recorded as `late`. Cron expressions are
 evaluated in UTC.
+
+A guest's schedule (one made in answer to a guest) runs on the guest's behalf: each run spends
+a message of the guest's rate budget, as if the guest had posted the prompt, and a run the
+budget does not allow is recorded as skipped, `rate_limited`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.exc import IntegrityError
 
 from palaver.agents.runner import ReplyRequest
+from palaver.auth.limiter import message_budget
 from palaver.bus.base import channel_topic
 from palaver.domain import Agent, Channel, Message, iso
 from palaver.ids import new_id
@@ -43,6 +48,7 @@ from palaver.store import agents as agents_store
 from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
 from palaver.store import schedules as store
+from palaver.store import users as users_store
 from palaver.store.db import Database
 from palaver.store.schedules import Run, Schedule
 from palaver.store.tables.base import utcnow
@@ -72,6 +78,8 @@ class Firing:
 
 
 Fire = Callable[[Firing], Awaitable[None]]
+Admit = Callable[[Schedule], Awaitable[bool]]
+"""Whether a run of the schedule may fire now (a guest's rate budget allows it)."""
 
 
 class _Taken(Exception):
@@ -80,11 +88,17 @@ class _Taken(Exception):
 
 class Scheduler:
     def __init__(
-        self, db: Database, fire: Fire, clock: Clock = utcnow, name: str | None = None
+        self,
+        db: Database,
+        fire: Fire,
+        clock: Clock = utcnow,
+        name: str | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.db = db
         self.fire = fire
         self.clock = clock
+        self.admit = admit
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id('sched')[-6:]}"
         """Recorded as `claimed_by` on each run this scheduler claims."""
         self._wake = asyncio.Event()
@@ -157,6 +171,9 @@ class Scheduler:
     ) -> tuple[list[Run], Firing | None] | None:
         """Record the outcome of the schedule's due time; None if another scheduler did."""
         assert schedule.next_run_at is not None
+        admitted = (
+            self.admit is None or now - schedule.latest(now) >= GRACE or await self.admit(schedule)
+        )
         try:
             async with self.db.write() as tx:
                 agent = await agents_store.get(tx.conn, schedule.agent_id)
@@ -172,6 +189,8 @@ class Scheduler:
                     runs.append(Run(schedule.id, latest, "skipped", "late"))
                 elif agent.id not in channel.agent_ids:
                     runs.append(Run(schedule.id, latest, "skipped", "not_in_channel"))
+                elif not admitted:
+                    runs.append(Run(schedule.id, latest, "skipped", "rate_limited"))
                 else:
                     message = _prompt(schedule, latest)
                     firing = Firing(schedule, latest, agent, channel, message)
@@ -217,11 +236,32 @@ def reply_to_schedules(svc: Services) -> Fire:
                 channel=firing.channel,
                 trigger=firing.message,
                 notes=(_note(firing),),
+                on_behalf_of=firing.schedule.created_by,
                 metadata={"scheduleId": firing.schedule.id},
             )
         )
 
     return fire
+
+
+def guest_budget(svc: Services) -> Admit:
+    """The production `admit`: a guest's schedule spends the guest's message budget (the
+    limiter `POST /api/messages` uses); others run freely."""
+
+    async def admit(schedule: Schedule) -> bool:
+        if schedule.created_by is None:
+            return True
+        async with svc.db.read() as conn:
+            asker = await users_store.get(conn, schedule.created_by)
+        if asker is None or asker.is_owner:
+            return True
+        limits = svc.settings.current.limits
+        decision = await svc.limiter.take(
+            message_budget(asker.id), limits.messagesPerMinute, limits.messageBurst
+        )
+        return decision.allowed
+
+    return admit
 
 
 def _note(firing: Firing) -> str:

@@ -32,13 +32,18 @@ class UpdateAgent(AgentFields):
 
 
 @router.get("", responses=errors())
-async def list_agents(_: Caller, svc: Svc) -> dict[str, Any]:
-    return {"agents": [a.as_list_item() for a in await agents.list_agents(svc)]}
+async def list_agents(caller: Caller, svc: Svc) -> dict[str, Any]:
+    """Every agent for the owner; a guest sees the agents of its channels."""
+    found = await agents.list_visible(svc, caller.user)
+    return {"agents": [a.as_list_item() for a in found]}
 
 
 @router.get("/{agent_id}", responses=errors(404))
-async def get_agent(agent_id: str, _: Caller, svc: Svc) -> dict[str, Any]:
-    return {"agent": (await agents.get(svc, agent_id)).as_json()}
+async def get_agent(agent_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+    """The whole agent, SOUL.md included, for the owner; a guest gets the list item of an
+    agent of its channels (never its SOUL.md), and 404 for any other."""
+    agent = await agents.visible(svc, caller.user, agent_id)
+    return {"agent": agent.as_json() if caller.user.is_owner else agent.as_list_item()}
 
 
 @router.post("", responses=errors(403, 409))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import Field
@@ -13,6 +13,10 @@ from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api", tags=["knowledge"], route_class=StrictJsonRoute)
+
+
+class DocumentChange(Body):
+    visibility: Literal["owner", "members"]
 
 
 class RagQuery(Body):
@@ -33,6 +37,7 @@ class RagQuery(Body):
                         "properties": {
                             "file": {"type": "string", "format": "binary"},
                             "agentId": {"type": "string"},
+                            "visibility": {"type": "string", "enum": ["owner", "members"]},
                         },
                         "required": ["file", "agentId"],
                     }
@@ -42,12 +47,13 @@ class RagQuery(Body):
     },
 )
 async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any]:
-    """PDF, Markdown or plain text, told apart by content; the same file twice is kept once."""
+    """PDF, Markdown or plain text, told apart by content; the same file twice is kept once.
+    `visibility` is `owner` (the default) or `members` (channels with guests may use it)."""
     limit = svc.settings.current.limits.maxUploadBytes
     received, fields = await read_upload(
         request, knowledge.incoming_dir(svc), limit, idle_seconds=svc.config.upload_idle_seconds
     )
-    result = await knowledge.ingest(svc, fields.get("agentId"), received)
+    result = await knowledge.ingest(svc, fields.get("agentId"), received, fields.get("visibility"))
     return result.as_json()
 
 
@@ -59,6 +65,15 @@ async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
 @router.get("/rag/documents", responses=errors(403, 404))
 async def list_documents(_: Owner, svc: Svc, agentId: Annotated[str, Query()]) -> dict[str, Any]:
     return {"documents": [d.as_json() for d in await svc.knowledge.documents(agentId)]}
+
+
+@router.put("/rag/documents/{document_id}", responses=errors(403, 404))
+async def update_document(
+    document_id: str, body: DocumentChange, _: Owner, svc: Svc
+) -> dict[str, Any]:
+    """Share a document with channels that have guests (`members`), or take it back."""
+    document = await svc.knowledge.set_visibility(document_id, body.visibility)
+    return {"document": document.as_json()}
 
 
 @router.delete("/rag/documents/{document_id}", responses=errors(403, 404))

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from palaver.actions import replies
-from palaver.api.deps import Caller, Svc, errors
+from palaver.api.deps import Caller, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api", tags=["agents"], route_class=StrictJsonRoute)
@@ -19,8 +19,9 @@ async def cancel_reply(message_id: str, caller: Caller, svc: Svc) -> dict[str, b
     return {"ok": True}
 
 
-@router.get("/models", responses=errors())
-async def list_models(_: Caller, svc: Svc) -> dict[str, Any]:
+@router.get("/models", responses=errors(403))
+async def list_models(_: Owner, svc: Svc) -> dict[str, Any]:
+    """Owner only: a provider's error can name its address, which is the owner's setting."""
     models, failures = await svc.providers.list_models()
     return {
         "models": [

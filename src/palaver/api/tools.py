@@ -6,15 +6,16 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from palaver.api.deps import Caller, Svc, errors
+from palaver.api.deps import Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api", tags=["agents"], route_class=StrictJsonRoute)
 
 
-@router.get("/tools", responses=errors())
-async def list_tools(_: Caller, svc: Svc) -> dict[str, Any]:
-    """Built-in and MCP-bridged tools with their schemas, and the state of each MCP server."""
+@router.get("/tools", responses=errors(403))
+async def list_tools(_: Owner, svc: Svc) -> dict[str, Any]:
+    """Built-in and MCP-bridged tools with their schemas, and the state of each MCP server.
+    Owner only: the servers' names, states and errors are the owner's configuration."""
     tools, servers = await svc.tools.catalogue()
     return {
         "tools": [

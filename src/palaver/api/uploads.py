@@ -1,4 +1,4 @@
-"""Uploading files and serving them back, behind the session like everything else."""
+"""Uploading files and serving them back to those who may read them."""
 
 from __future__ import annotations
 
@@ -32,17 +32,18 @@ router = APIRouter(tags=["uploads"], route_class=StrictJsonRoute)
         }
     },
 )
-async def upload(request: Request, _: Caller, svc: Svc) -> dict[str, str]:
+async def upload(request: Request, caller: Caller, svc: Svc) -> dict[str, str]:
     limit = svc.settings.current.limits.maxUploadBytes
     received, _fields = await read_upload(
         request, svc.config.uploads_dir, limit, idle_seconds=svc.config.upload_idle_seconds
     )
-    return {"url": await uploads.store(svc.config.uploads_dir, received)}
+    return {"url": await uploads.store(svc, caller.user, received)}
 
 
 @router.get("/uploads/{month}/{name}", responses=errors(404))
-async def download(month: str, name: str, _: Caller, svc: Svc) -> FileResponse:
-    path = uploads.locate(svc.config.uploads_dir, month, name)
+async def download(month: str, name: str, caller: Caller, svc: Svc) -> FileResponse:
+    """For the owner, the uploader, and the members of a channel where its URL was posted."""
+    path = await uploads.readable(svc, caller.user, month, name)
     try:
         stat = await anyio.Path(path).stat()
     except FileNotFoundError:

@@ -31,6 +31,11 @@ class Decision:
         return out
 
 
+def message_budget(user_id: str) -> str:
+    """The bucket of a person's messages: what they post, and what their schedules post."""
+    return f"msg:{user_id}"
+
+
 class RateLimiter(Protocol):
     async def take(self, key: str, per_minute: int, burst: int) -> Decision:
         """Token bucket: `burst` at once, refilled at `per_minute`."""

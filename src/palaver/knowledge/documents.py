@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
 from palaver.knowledge.chunk import Chunk
 from palaver.store.tables.core import agents
 from palaver.store.tables.knowledge import chunks, documents
+
+Visibility = Literal["owner", "members"]
+VISIBILITIES: tuple[str, ...] = ("owner", "members")
+"""`owner`: only conversations without guests may draw on the document; `members`: channels
+with guests too. New documents are the owner's."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Document:
     chunks: int
     content_hash: str
     created_at: datetime
+    visibility: str = "owner"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +43,7 @@ class Document:
             "bytes": self.bytes,
             "pages": self.pages,
             "chunks": self.chunks,
+            "visibility": self.visibility,
             "createdAt": iso(self.created_at),
         }
 
@@ -49,6 +56,7 @@ class StoredChunk:
     heading_path: tuple[str, ...]
     page: int | None
     content: str
+    visibility: str
 
 
 def _document(row: Any) -> Document:
@@ -62,6 +70,7 @@ def _document(row: Any) -> Document:
         chunks=row.chunks,
         content_hash=row.content_hash,
         created_at=row.created_at,
+        visibility=row.visibility,
     )
 
 
@@ -93,9 +102,17 @@ async def list_for(conn: AsyncConnection, agent_id: str) -> list[Document]:
     return [_document(row) for row in await conn.execute(query)]
 
 
-async def has_any(conn: AsyncConnection, agent_id: str) -> bool:
-    query = select(documents.c.id).where(documents.c.agent_id == agent_id).limit(1)
-    return (await conn.execute(query)).first() is not None
+async def has_any(conn: AsyncConnection, agent_id: str, visibility: str | None = None) -> bool:
+    query = select(documents.c.id).where(documents.c.agent_id == agent_id)
+    if visibility is not None:
+        query = query.where(documents.c.visibility == visibility)
+    return (await conn.execute(query.limit(1))).first() is not None
+
+
+async def set_visibility(conn: AsyncConnection, document_id: str, visibility: str) -> None:
+    await conn.execute(
+        update(documents).where(documents.c.id == document_id).values(visibility=visibility)
+    )
 
 
 async def insert_with_chunks(
@@ -112,6 +129,7 @@ async def insert_with_chunks(
             chunks=document.chunks,
             content_hash=document.content_hash,
             created_at=document.created_at,
+            visibility=document.visibility,
         )
     )
     rows = [
@@ -154,6 +172,7 @@ async def load_chunks(
             chunks.c.agent_id,
             chunks.c.document_id,
             documents.c.name,
+            documents.c.visibility,
             chunks.c.heading_path,
             chunks.c.page,
             chunks.c.content,
@@ -169,6 +188,7 @@ async def load_chunks(
             heading_path=tuple(row.heading_path),
             page=row.page,
             content=row.content,
+            visibility=row.visibility,
         )
         for row in await conn.execute(query)
         if row.agent_id == agent_id

@@ -1,5 +1,7 @@
 """The knowledge base: what the upload and query routes, the rag_query tool and prompt
-injection call. Every agent's documents are private to it."""
+injection call. Every agent's documents are private to it, and a document is the owner's
+unless its visibility is `members`: searches for a channel with guests pass `members_only`,
+and then only such documents are searched, filtered inside the index before ranking."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
 from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk, chunk_document, embedding_text
-from palaver.knowledge.documents import Document
+from palaver.knowledge.documents import VISIBILITIES, Document
 from palaver.knowledge.embed import Embedder, current_space
 from palaver.knowledge.fusion import DEPTH, fuse
 from palaver.knowledge.index.base import Entry, SearchIndex, Space
@@ -101,9 +103,13 @@ class KnowledgeBase:
         self._index = index
         self._embedder = embedder
 
-    async def ingest(self, agent_id: str, filename: str, data: bytes) -> IngestResult:
+    async def ingest(
+        self, agent_id: str, filename: str, data: bytes, visibility: str = "owner"
+    ) -> IngestResult:
         """Parse, chunk, embed and index a document. Raises NotFound for an unknown agent,
-        UnsupportedDocument (415) or UnreadableDocument (400) for a bad file."""
+        UnsupportedDocument (415) or UnreadableDocument (400) for a bad file. A duplicate keeps
+        the visibility it has."""
+        _check_visibility(visibility)
         name = document_name(filename)
         digest = await anyio.to_thread.run_sync(_sha256, data)
         async with self._db.read() as conn:
@@ -128,6 +134,7 @@ class KnowledgeBase:
             chunks=len(parts),
             content_hash=digest,
             created_at=utcnow(),
+            visibility=visibility,
         )
         ids = [new_id("chunk") for _ in parts]
         async with self._db.write() as tx:
@@ -137,7 +144,8 @@ class KnowledgeBase:
             if existing is not None:
                 return IngestResult(existing, duplicate=True)
             await repo.insert_with_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
-            await self._index.put(tx, agent_id, "chunk", [Entry(i) for i in ids], vectors, space)
+            entries = [Entry(i, type=visibility) for i in ids]
+            await self._index.put(tx, agent_id, "chunk", entries, vectors, space)
         return IngestResult(document, duplicate=False)
 
     async def documents(self, agent_id: str) -> list[Document]:
@@ -154,6 +162,19 @@ class KnowledgeBase:
             raise NotFound(f"There is no document '{document_id}'.")
         return found
 
+    async def set_visibility(self, document_id: str, visibility: str) -> Document:
+        """Share a document with channels that have guests (`members`), or take it back."""
+        _check_visibility(visibility)
+        async with self._db.write() as tx:
+            found = await repo.get(tx.conn, document_id)
+            if found is None:
+                raise NotFound(f"There is no document '{document_id}'.")
+            if found.visibility != visibility:
+                await repo.set_visibility(tx.conn, document_id, visibility)
+                ids = await repo.chunk_ids(tx.conn, document_id)
+                await self._index.relabel(tx, found.agent_id, "chunk", ids, visibility)
+        return replace(found, visibility=visibility)
+
     async def delete_document(self, document_id: str) -> Document:
         """Removes the document with its chunks, their text index and their vectors."""
         async with self._db.write() as tx:
@@ -166,10 +187,17 @@ class KnowledgeBase:
         return found
 
     async def query(
-        self, agent_id: str, query: str, top_k: int = 5, reranker: Reranker | None = None
+        self,
+        agent_id: str,
+        query: str,
+        top_k: int = 5,
+        reranker: Reranker | None = None,
+        *,
+        members_only: bool = False,
     ) -> QueryResult:
         """Hybrid search: text and vector top 20, fused by RRF, the top 10 re-scored when a
-        reranker is given, then the best `top_k` (1 to 20)."""
+        reranker is given, then the best `top_k` (1 to 20). With `members_only`, only the
+        documents shared with channel members are searched."""
         if not 1 <= top_k <= MAX_TOP_K:
             raise Invalid(f"topK must be between 1 and {MAX_TOP_K}.")
         if not query.strip():
@@ -177,21 +205,35 @@ class KnowledgeBase:
         async with self._db.read() as conn:
             if not await repo.agent_exists(conn, agent_id):
                 raise NotFound(f"There is no agent '{agent_id}'.")
-        return await self._search(agent_id, query, top_k, reranker)
+        return await self._search(agent_id, query, top_k, reranker, _only(members_only))
 
     async def relevant_chunks(
-        self, agent_id: str, text: str, k: int = 5, reranker: Reranker | None = None
+        self,
+        agent_id: str,
+        text: str,
+        k: int = 5,
+        reranker: Reranker | None = None,
+        *,
+        members_only: bool = False,
     ) -> list[ChunkResult]:
-        """For prompt injection: nothing, cheaply, when the agent has no documents."""
+        """For prompt injection: nothing, cheaply, when the agent has no documents (that the
+        channel may see)."""
         if not text.strip() or k <= 0:
             return []
+        visibility = _only(members_only)
         async with self._db.read() as conn:
-            if not await repo.has_any(conn, agent_id):
+            if not await repo.has_any(conn, agent_id, visibility):
                 return []
-        return (await self._search(agent_id, text, min(k, MAX_TOP_K), reranker)).results
+        found = await self._search(agent_id, text, min(k, MAX_TOP_K), reranker, visibility)
+        return found.results
 
     async def _search(
-        self, agent_id: str, query: str, top_k: int, reranker: Reranker | None
+        self,
+        agent_id: str,
+        query: str,
+        top_k: int,
+        reranker: Reranker | None,
+        visibility: str | None,
     ) -> QueryResult:
         embedder = self._embedder()
         vector = (await embedder.embed([query]))[0]
@@ -200,11 +242,13 @@ class KnowledgeBase:
             found: dict[str, list[str]] = {}
 
             async def text_search() -> None:
-                hits = await self._index.text_search(agent_id, query, DEPTH)
+                hits = await self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
                 found["text"] = [h.id for h in hits]
 
             async def vector_search() -> None:
-                hits = await self._index.vector_search(agent_id, "chunk", vector, space, DEPTH)
+                hits = await self._index.vector_search(
+                    agent_id, "chunk", vector, space, DEPTH, type=visibility
+                )
                 found["vector"] = [h.id for h in hits]
 
             group.start_soon(text_search)
@@ -212,6 +256,8 @@ class KnowledgeBase:
         fused = fuse(found["text"], found["vector"])
         async with self._db.read() as conn:
             stored = await repo.load_chunks(conn, agent_id, [f.id for f in fused])
+        if visibility is not None:
+            stored = {i: c for i, c in stored.items() if c.visibility == visibility}
         results = [
             ChunkResult(
                 chunk_id=f.id,
@@ -255,7 +301,17 @@ class KnowledgeBase:
         async with self._db.write() as tx:
             still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])
             keep = [i for i, c in enumerate(chosen) if c.id in still]
-            entries = [Entry(chosen[i].id) for i in keep]
+            entries = [Entry(chosen[i].id, type=chosen[i].visibility) for i in keep]
             await self._index.put(
                 tx, agent_id, "chunk", entries, vectors[np.array(keep, int)], space
             )
+
+
+def _check_visibility(visibility: str) -> None:
+    if visibility not in VISIBILITIES:
+        raise Invalid(f"The visibility must be one of {', '.join(VISIBILITIES)}.")
+
+
+def _only(members_only: bool) -> str | None:
+    """The visibility a search is limited to, or None for every document."""
+    return "members" if members_only else None

@@ -8,7 +8,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Agent
-from palaver.store.tables.core import agents
+from palaver.store.tables.core import agents, channel_agents, channel_members
 
 
 def _agent(row: Any) -> Agent:
@@ -41,6 +41,20 @@ async def get_many(conn: AsyncConnection, ids: list[str]) -> list[Agent]:
     rows = await conn.execute(select(agents).where(agents.c.id.in_(ids)))
     by_id = {r.id: _agent(r) for r in rows}
     return [by_id[i] for i in ids if i in by_id]
+
+
+async def list_in_channels_of(conn: AsyncConnection, user_id: str) -> list[Agent]:
+    """The agents of the channels the user is a member of, in creation order."""
+    member_of = select(channel_members.c.channel_id).where(channel_members.c.user_id == user_id)
+    in_channels = select(channel_agents.c.agent_id).where(
+        channel_agents.c.channel_id.in_(member_of)
+    )
+    query = (
+        select(agents)
+        .where(agents.c.id.in_(in_channels))
+        .order_by(agents.c.created_at, agents.c.id)
+    )
+    return [_agent(row) for row in await conn.execute(query)]
 
 
 async def list_all(conn: AsyncConnection) -> list[Agent]:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
 from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
+from palaver.store.uploads import record_references
 
 
 def _message(row: Any) -> Message:
@@ -26,6 +27,7 @@ def _message(row: Any) -> Message:
 
 
 async def insert_message(conn: AsyncConnection, message: Message) -> None:
+    """Every message goes through here, so every upload URL a channel sees is recorded."""
     await conn.execute(
         insert(messages).values(
             id=message.id,
@@ -38,6 +40,7 @@ async def insert_message(conn: AsyncConnection, message: Message) -> None:
             created_at=message.created_at,
         )
     )
+    await record_references(conn, message)
 
 
 async def get(conn: AsyncConnection, message_id: str) -> Message | None:

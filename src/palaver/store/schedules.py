@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from croniter import croniter
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
+from palaver.store.tables.core import users
 from palaver.store.tables.schedules import schedule_runs, schedules
 
 RunStatus = Literal["fired", "skipped"]
@@ -128,8 +129,25 @@ async def list_all(conn: AsyncConnection, agent_id: str | None = None) -> list[S
 
 
 async def count_active(conn: AsyncConnection, agent_id: str) -> int:
-    query = select(func.count()).where(schedules.c.agent_id == agent_id, schedules.c.active)
+    """The agent's active schedules that count against its own limit: guests' do not, so a
+    guest cannot use the agent's room up."""
+    guests = select(users.c.id).where(users.c.role == "guest")
+    query = select(func.count()).where(
+        schedules.c.agent_id == agent_id,
+        schedules.c.active,
+        or_(schedules.c.created_by.is_(None), schedules.c.created_by.not_in(guests)),
+    )
     return int((await conn.execute(query)).scalar_one())
+
+
+async def count_active_for(conn: AsyncConnection, user_id: str) -> int:
+    """The active schedules made in answer to this person, by any agent."""
+    query = select(func.count()).where(schedules.c.created_by == user_id, schedules.c.active)
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def delete_created_by(conn: AsyncConnection, user_id: str) -> None:
+    await conn.execute(delete(schedules).where(schedules.c.created_by == user_id))
 
 
 async def delete_schedule(conn: AsyncConnection, schedule_id: str) -> bool:

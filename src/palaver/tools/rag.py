@@ -1,4 +1,8 @@
-"""`rag_query`: an agent searches its own document knowledge base."""
+"""`rag_query`: an agent searches its own document knowledge base.
+
+In a channel that has guests only the documents the owner shared with members are searched,
+as only that channel's memories are (see `tools.memory.privacy_scope`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from palaver.errors import DomainError
 from palaver.knowledge.rerank import Reranker
 from palaver.knowledge.service import MAX_TOP_K, KnowledgeBase
 from palaver.llm.base import ProviderError
+from palaver.store.db import Database
 from palaver.tools.base import ToolContext, ToolError
+from palaver.tools.memory import privacy_scope
 
 RerankerFor = Callable[[str], Awaitable[Reranker | None]]
 """The re-scorer for an agent: its own language model."""
@@ -31,7 +37,8 @@ class RagQueryTool:
         "required": ["query"],
     }
 
-    def __init__(self, knowledge: KnowledgeBase, reranker_for: RerankerFor) -> None:
+    def __init__(self, db: Database, knowledge: KnowledgeBase, reranker_for: RerankerFor) -> None:
+        self._db = db
         self._knowledge = knowledge
         self._reranker_for = reranker_for
 
@@ -42,6 +49,7 @@ class RagQueryTool:
                 str(args["query"]),
                 int(args.get("topK", 5)),
                 await self._reranker_for(ctx.agent_id),
+                members_only=await privacy_scope(self._db, ctx.channel_id) is not None,
             )
         except (DomainError, ProviderError) as exc:
             raise ToolError(str(exc)) from exc

@@ -1,7 +1,12 @@
 """The `manage_schedule` tool: an agent schedules work for itself in the channel it is in.
 
-Each agent sees and deletes only its own schedules. Times are UTC: cron expressions are
-evaluated in UTC, and an `at` time without a zone is taken as UTC.
+Each agent sees and deletes only its own schedules, and in a channel that has guests only
+those of that channel. Times are UTC: cron expressions are evaluated in UTC, and an `at` time
+without a zone is taken as UTC.
+
+A schedule made in answer to a guest belongs to that guest: it counts against the guest's own
+limit (`limits.guestSchedules`) and never against the agent's, so a guest cannot use up the
+room the owner's schedules need.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from croniter import CroniterError, croniter
 from palaver.ids import new_id
 from palaver.store import channels as channels_store
 from palaver.store import schedules as store
+from palaver.store import users as users_store
 from palaver.store.db import Database
 from palaver.store.schedules import Schedule
 from palaver.tools.base import ToolContext, ToolError
@@ -24,6 +30,7 @@ from palaver.tools.memory import privacy_scope
 
 MAX_ACTIVE_PER_AGENT = 50
 """Keeps a looping agent from filling the database with schedules."""
+DEFAULT_GUEST_SCHEDULES = 5
 MAX_PROMPT_CHARS = 4000
 CRON_FIELDS = 5
 """Minute, hour, day of month, month, day of week: no seconds field, so at most once a minute."""
@@ -66,12 +73,15 @@ class ManageScheduleTool:
         db: Database,
         clock: Callable[[], datetime],
         on_created: Callable[[], None],
+        guest_limit: Callable[[], int] = lambda: DEFAULT_GUEST_SCHEDULES,
     ) -> None:
         self.parameters = PARAMETERS
         self._db = db
         self._clock = clock
         self._on_created = on_created
         """Tells the scheduler to look again, as the new schedule may be due soon."""
+        self._guest_limit = guest_limit
+        """The current `limits.guestSchedules` setting."""
 
     async def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         action = args["action"]
@@ -118,7 +128,15 @@ class ManageScheduleTool:
             channel = await channels_store.get(tx.conn, ctx.channel_id)
             if channel is None or ctx.agent_id not in channel.agent_ids:
                 raise ToolError("You can only schedule work in a channel you are a member of.")
-            if await store.count_active(tx.conn, ctx.agent_id) >= MAX_ACTIVE_PER_AGENT:
+            asker = await users_store.get(tx.conn, ctx.user_id) if ctx.user_id else None
+            if asker is not None and not asker.is_owner:
+                limit = self._guest_limit()
+                if await store.count_active_for(tx.conn, asker.id) >= limit:
+                    raise ToolError(
+                        f"{asker.name} already has {limit} active schedules, the most a guest "
+                        "may have; delete one first."
+                    )
+            elif await store.count_active(tx.conn, ctx.agent_id) >= MAX_ACTIVE_PER_AGENT:
                 raise ToolError(
                     f"You already have {MAX_ACTIVE_PER_AGENT} active schedules; delete one first."
                 )
@@ -129,9 +147,14 @@ class ManageScheduleTool:
     async def _delete(self, ctx: ToolContext, schedule_id: str | None) -> str:
         if not schedule_id:
             raise ToolError("Say which schedule to delete with `id`.")
+        scope = await privacy_scope(self._db, ctx.channel_id)
         async with self._db.write() as tx:
             found = await store.get(tx.conn, schedule_id)
-            if found is None or found.agent_id != ctx.agent_id:
+            if (
+                found is None
+                or found.agent_id != ctx.agent_id
+                or scope not in (None, found.channel_id)
+            ):
                 raise ToolError(f"You have no schedule with the id '{schedule_id}'.")
             await store.delete_schedule(tx.conn, schedule_id)
         return _answer({"deleted": schedule_id})

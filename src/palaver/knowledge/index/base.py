@@ -34,7 +34,8 @@ class Space:
 
 @dataclass(frozen=True)
 class Entry:
-    """An item to index; `channel_id` and `type` are the memory filters (None for chunks)."""
+    """An item to index; `channel_id` and `type` are the filters: a memory's channel and type,
+    a chunk's document visibility as `type` (and no channel)."""
 
     id: str
     channel_id: str | None = None
@@ -68,14 +69,23 @@ class SearchIndex(Protocol):
         """Insert or replace the vectors of `entries` (one row of `vectors` each)."""
         ...
 
+    async def relabel(
+        self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str], type: str | None
+    ) -> None:
+        """Change the `type` filter of indexed items, such as chunks whose document's
+        visibility changed, without re-embedding them."""
+        ...
+
     async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None: ...
 
     async def drop_agent(self, tx: Tx, agent_id: str) -> None:
         """Remove everything indexed for the agent; call it in the transaction deleting it."""
         ...
 
-    async def text_search(self, agent_id: str, query: str, limit: int) -> list[Hit]:
-        """Chunks only, best first."""
+    async def text_search(
+        self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
+    ) -> list[Hit]:
+        """Chunks only, best first; with `visibility`, only chunks of documents that have it."""
         ...
 
     async def vector_search(
@@ -90,7 +100,8 @@ class SearchIndex(Protocol):
         type: str | None = None,
     ) -> list[Hit]:
         """Exact cosine over the agent's current vectors, best first; `channel_id` and `type`
-        restrict memories to those learned in that channel or of that type."""
+        restrict memories to those learned in that channel or of that type, and `type` chunks
+        to those of documents of that visibility."""
         ...
 
     async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]: ...

@@ -101,6 +101,15 @@ class VectorMatrix:
         if fresh:
             self._append([e for e, _ in fresh], np.stack([v for _, v in fresh]))
 
+    def relabel(self, ids: Iterable[str], type: str | None) -> None:
+        """Give the rows a new `type` (a chunk's visibility), copying as `upsert` does."""
+        rows = [self._pos[i] for i in ids if i in self._pos]
+        if not rows:
+            return
+        self._types = list(self._types)
+        for row in rows:
+            self._types[row] = type
+
     def remove(self, ids: Iterable[str]) -> None:
         drop = {self._pos[i] for i in ids if i in self._pos}
         if not drop:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import numpy as np
-from sqlalchemy import ColumnElement, and_, case, delete, func, not_, select, text
+from sqlalchemy import ColumnElement, and_, case, delete, func, not_, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -49,6 +49,15 @@ _TEXT_SEARCH = text(
     "WHERE chunks_fts MATCH :query AND c.agent_id = :agent_id "
     "ORDER BY rank LIMIT :limit"
 )
+_SHARED_TEXT_SEARCH = text(
+    "SELECT c.id AS id, bm25(chunks_fts) AS rank FROM chunks_fts "
+    "JOIN chunks AS c ON c.seq = chunks_fts.rowid "
+    "JOIN documents AS d ON d.id = c.document_id "
+    "WHERE chunks_fts MATCH :query AND c.agent_id = :agent_id AND d.visibility = :visibility "
+    "ORDER BY rank LIMIT :limit"
+)
+"""Each matching row is checked by primary key, and the limit applies after the filter, so
+the chunks a caller may not see neither crowd out the others nor show in ranks."""
 
 _TERM_ROWS = text(
     "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :term LIMIT :cap)"
@@ -123,6 +132,22 @@ class SqliteSearchIndex:
 
         self._after_commit(tx, agent_id, kind, change)
 
+    async def relabel(
+        self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str], type: str | None
+    ) -> None:
+        ids = list(ids)
+        for start in range(0, len(ids), _BATCH):
+            await tx.conn.execute(
+                update(vector_rows)
+                .where(
+                    vector_rows.c.agent_id == agent_id,
+                    vector_rows.c.kind == kind,
+                    vector_rows.c.item_id.in_(ids[start : start + _BATCH]),
+                )
+                .values(type=type)
+            )
+        self._after_commit(tx, agent_id, kind, lambda matrix: matrix.relabel(ids, type))
+
     async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None:
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
@@ -149,14 +174,18 @@ class SqliteSearchIndex:
             self._matrices.pop((agent_id, kind), None)
             self._locks.pop((agent_id, kind), None)
 
-    async def text_search(self, agent_id: str, query: str, limit: int) -> list[Hit]:
+    async def text_search(
+        self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
+    ) -> list[Hit]:
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
+        params = {"agent_id": agent_id, "limit": limit, "visibility": visibility}
         async with self._db.read() as conn:
             terms = await _informative(conn, terms)
             rows = await conn.execute(
-                _TEXT_SEARCH, {"query": " OR ".join(terms), "agent_id": agent_id, "limit": limit}
+                _TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH,
+                {**params, "query": " OR ".join(terms)},
             )
             return [Hit(row.id, -float(row.rank)) for row in rows]
 

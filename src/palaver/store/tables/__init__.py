@@ -1,6 +1,6 @@
 """Table definitions, one module per area; all share `metadata` from base."""
 
-from palaver.store.tables import chains, core, knowledge, schedules
+from palaver.store.tables import chains, core, knowledge, schedules, uploads
 from palaver.store.tables.base import metadata
 
-__all__ = ["chains", "core", "knowledge", "metadata", "schedules"]
+__all__ = ["chains", "core", "knowledge", "metadata", "schedules", "uploads"]

@@ -34,8 +34,11 @@ documents = Table(
     Column("chunks", Integer, nullable=False),
     Column("content_hash", String(64), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    Column("visibility", String(8), nullable=False, server_default="owner"),
     UniqueConstraint("agent_id", "content_hash", name="uq_documents_agent_id_content_hash"),
 )
+"""`visibility` is `owner` (the default: only the owner's conversations may draw on it) or
+`members` (also channels with guests)."""
 
 chunks = Table(
     "chunks",
@@ -100,8 +103,9 @@ vectors = Table(
     Column("data", LargeBinary, nullable=False),
     Index("ix_vectors_agent_id_kind", "agent_id", "kind"),
 )
-"""One float32 vector per chunk or memory. `channel_id` and `type` copy the memory's own so
-that filtered search needs no join; `embedder` and `dim` tell current vectors from stale ones."""
+"""One float32 vector per chunk or memory. `channel_id` and `type` copy the memory's own (for
+a chunk, `type` holds its document's visibility) so that filtered search needs no join;
+`embedder` and `dim` tell current vectors from stale ones."""
 
 FTS_DDL: tuple[str, ...] = (
     "CREATE VIRTUAL TABLE chunks_fts USING fts5("

@@ -27,9 +27,11 @@ schedules = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Index("ix_schedules_active_next_run_at", "active", "next_run_at"),
     Index("ix_schedules_agent_id", "agent_id"),
+    Index("ix_schedules_created_by", "created_by"),
 )
 """Exactly one of `cron` (UTC) and `at` is set. `next_run_at` is the next due time, null once
-a one-shot has run."""
+a one-shot has run. `created_by` is the person the agent was answering: a guest's schedules
+count against that guest's limit, not the agent's."""
 
 schedule_runs = Table(
     "schedule_runs",
