@@ -46,6 +46,9 @@ class McpServerConfig(_Strict):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeoutSeconds: float = Field(default=30.0, gt=0, le=600)
+    availableToGuests: bool = False
+    """An MCP server acts with the owner's access; in channels with guests its tools are
+    offered only when the owner says they are safe to share."""
 
 
 class Limits(_Strict):

@@ -12,7 +12,7 @@ from tests.agents.conftest import Room
 from tests.fakes.mcp_server import HttpServer, serve_http, stdio_command
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text, tool_call, tool_calls
-from tests.support import Api
+from tests.support import Api, Guest, Server, Ws, new_channel, unique
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,50 @@ def test_a_crashed_stdio_server_is_restarted_for_the_next_call(
     room.post("@Phoenix again")
     assert room.reply(timeout=60)["data"]["content"] == "Back."
     assert results(room)[-1] == "5"
+
+
+def _offered(fake_openai: FakeOpenAI) -> set[str]:
+    return {t["function"]["name"] for t in fake_openai.model_requests[-1].body.get("tools", [])}
+
+
+def test_in_a_channel_with_a_guest_mcp_tools_are_offered_only_if_shared_with_guests(
+    mcp_servers: None, providers: None, server: Server, owner: Api, fake_openai: FakeOpenAI
+) -> None:
+    """An MCP server acts with the owner's access: a guest must not borrow it by asking."""
+    agent = owner.ok(
+        "POST",
+        "/api/agents",
+        json={
+            "name": unique("Mixed"),
+            "model": "oai/gpt-test",
+            "tools": ["mcp:web:add", "memory_search"],
+        },
+    )["agent"]
+    with Guest(server, owner) as guest, Ws(server, owner.token) as ws:
+        channel = new_channel(owner, agent_ids=[agent["id"]], member_ids=[guest.id])["id"]
+        ws.subscribe(channel)
+        fake_openai.enqueue(
+            tool_calls(tool_call("mcp__web__add", {"a": 1, "b": 2})), text("Refused."), text("Ok.")
+        )
+        guest.api.ok(
+            "POST",
+            "/api/messages",
+            json={"channelId": channel, "content": f"@{agent['name']} add", "type": "text"},
+        )
+        ws.expect("stream_end", timeout=60)
+        assert _offered(fake_openai) == {"memory_search"}
+        (result,) = [e["data"]["result"] for e in ws.seen if e["type"] == "tool_result"]
+        assert result.startswith("Error:") and "not available" in result
+        owner.ok("PUT", "/api/settings", json={"mcpServers": {"web": {"availableToGuests": True}}})
+        try:
+            guest.api.ok(
+                "POST",
+                "/api/messages",
+                json={"channelId": channel, "content": f"@{agent['name']} now?", "type": "text"},
+            )
+            ws.expect("stream_end", timeout=60)
+            assert _offered(fake_openai) == {"mcp__web__add", "memory_search"}
+        finally:
+            owner.ok(
+                "PUT", "/api/settings", json={"mcpServers": {"web": {"availableToGuests": False}}}
+            )

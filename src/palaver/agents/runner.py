@@ -36,9 +36,12 @@ from palaver.services import Services
 from palaver.store import messages as messages_store
 from palaver.store.tables.base import utcnow
 from palaver.tools.base import ToolContext
+from palaver.tools.memory import privacy_scope
 from palaver.tools.registry import ToolOutcome, ToolRegistry
 
 log = logging.getLogger(__name__)
+
+MCP_PREFIX = "mcp:"
 
 _WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -186,7 +189,8 @@ class ReplyRunner:
         """Run the model and its tools; answers whether the reply was cut at `replyTokens`."""
         provider, model = await self.providers.resolve(req.agent.model)
         limits = self.svc.settings.current.agents
-        real_specs = await self.tools.specs(req.agent.tools) if req.agent.tools else []
+        allowed = await self._tools_for(req)
+        real_specs = await self.tools.specs(allowed) if allowed else []
         aliases = _wire_names([spec.name for spec in real_specs])
         specs = [replace(spec, name=aliases[spec.name]) for spec in real_specs]
         real_names = {alias: real for real, alias in aliases.items()}
@@ -210,7 +214,7 @@ class ReplyRunner:
             calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
             if truncated or not calls or not offered:
                 break
-            outcomes = await self._run_tools(req, reply, calls)
+            outcomes = await self._run_tools(req, reply, calls, allowed)
             wire_calls = tuple(replace(c, name=aliases.get(c.name, c.name)) for c in calls)
             conversation.append(ChatMessage("assistant", text, tool_calls=wire_calls))
             conversation.extend(
@@ -255,8 +259,24 @@ class ReplyRunner:
             await _close(deltas)
         return "".join(text), calls.calls(), False
 
+    async def _tools_for(self, req: ReplyRequest) -> list[str]:
+        """The agent's tools usable here: in a channel with guests, an MCP server's tools only
+        if the owner made that server available to guests, since such a server acts with the
+        owner's own access (files, mail, ...), which a guest must not borrow."""
+        if not any(name.startswith(MCP_PREFIX) for name in req.agent.tools):
+            return list(req.agent.tools)
+        if await privacy_scope(self.svc.db, req.channel.id) is None:
+            return list(req.agent.tools)
+        servers = self.svc.settings.current.mcpServers
+        return [
+            name
+            for name in req.agent.tools
+            if not name.startswith(MCP_PREFIX)
+            or getattr(servers.get(name.split(":")[1]), "availableToGuests", False)
+        ]
+
     async def _run_tools(
-        self, req: ReplyRequest, reply: Message, calls: list[ToolCall]
+        self, req: ReplyRequest, reply: Message, calls: list[ToolCall], allowed: list[str]
     ) -> list[ToolOutcome]:
         topic = channel_topic(req.channel.id)
         parsed = [_arguments(c.arguments) for c in calls]
@@ -275,7 +295,7 @@ class ReplyRunner:
         )
         timeout = self.svc.settings.current.agents.toolTimeoutSeconds
         outcomes = await asyncio.gather(
-            *(self.tools.call(ctx, req.agent.tools, c.name, c.arguments, timeout) for c in calls)
+            *(self.tools.call(ctx, allowed, c.name, c.arguments, timeout) for c in calls)
         )
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
