@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
-
 from tests.support import free_port
+from websockets.asyncio.client import ClientConnection, connect
 
 RESULTS = Path(__file__).parent / "results"
 SERVER_CORE = "0"
@@ -241,7 +240,9 @@ def _ms(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def wrk(target: Target, path: str, connections: int, seconds: int, body: str | None) -> dict[str, Any]:
+def wrk(
+    target: Target, path: str, connections: int, seconds: int, body: str | None
+) -> dict[str, Any]:
     script = target.workdir / "wrk.lua"
     method = "POST" if body is not None else "GET"
     lua = [f'wrk.method = "{method}"', 'wrk.headers["Content-Type"] = "application/json"']
@@ -450,7 +451,8 @@ def run(plan: Plan, only: list[str]) -> dict[str, Any]:
                         for target in (palaver, bare) if round_no % 2 == 0 else (bare, palaver):
                             result = asyncio.run(measure(target))
                             samples.setdefault(name, {}).setdefault(target.name, []).append(result)
-                            print(f"{name} round {round_no + 1} {target.name}: {result}", flush=True)
+                            label = f"{name} round {round_no + 1} {target.name}"
+                            print(f"{label}: {result}", flush=True)
             finally:
                 bare.stop()
         finally:
