@@ -140,6 +140,10 @@ class Target:
                 self.proc.wait()
             self.proc = None
 
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
     def cpu_seconds(self) -> float:
         assert self.proc is not None
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -378,13 +382,13 @@ async def fanout(target: Target, subscribers: int, posts: int) -> dict[str, Any]
 
 
 async def idle_memory(target: Target, count: int) -> dict[str, Any]:
-    """Resident memory the server holds per authenticated, subscribed, idle socket."""
+    """Resident memory the server holds per authenticated, subscribed, idle socket; on a freshly
+    started server, since memory freed by earlier sockets would be reused and hide the cost."""
+    await asyncio.to_thread(target.restart)
     async with contextlib.AsyncExitStack() as stack:
-        for _ in range(min(count, 200)):
-            await stack.enter_async_context(_open(target))
-    await asyncio.sleep(1)
-    before = target.rss_bytes()
-    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(_open(target))
+        await asyncio.sleep(1)
+        before = target.rss_bytes()
         for _ in range(count):
             await stack.enter_async_context(_open(target))
         await asyncio.sleep(2)
@@ -467,7 +471,7 @@ def run(plan: Plan, only: list[str]) -> dict[str, Any]:
     for name, per_target in samples.items():
         medians = {t: _median(s) for t, s in per_target.items()}
         key, better = RATIOS[name]
-        ratio = medians["palaver"][key] / medians["bare"][key]
+        ratio = medians["palaver"][key] / medians["bare"][key] if medians["bare"][key] else 0.0
         report["results"][name] = {
             **medians,
             "ratio": ratio if better == "higher" else 1 / ratio,
