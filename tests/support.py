@@ -92,6 +92,7 @@ class Server:
             **os.environ,
             "OWNER_KEY": self.owner_key,
             "PALAVER_DEBUG_BLOCKING": "1",
+            "PALAVER_DEBUG_HOOKS": "1",
             "HF_HUB_OFFLINE": "1",
             **self.env,
         }
@@ -296,7 +297,8 @@ def sql(server: Server, statement: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def age_session(server: Server, token: str, days: float) -> None:
-    """Pretend the session was last used `days` ago."""
+    """Pretend the session was last used `days` ago; the server forgets what it remembered of
+    it, as it would have after so long."""
     when = datetime.now(UTC) - timedelta(days=days)
     sql(
         server,
@@ -304,6 +306,18 @@ def age_session(server: Server, token: str, days: float) -> None:
         when.strftime("%Y-%m-%d %H:%M:%S.%f"),
         token_hash(token),
     )
+    forget_caches(server)
+
+
+def forget_caches(server: Server) -> None:
+    """Make the server forget its caches, after a test changed the database behind its back."""
+    httpx.post(f"{server.base_url}/api/debug/forget-caches", timeout=10).raise_for_status()
+
+
+def db_counts(server: Server) -> dict[str, int]:
+    """What the server asked its database so far: statements and round trips."""
+    counts: dict[str, int] = httpx.get(f"{server.base_url}/api/debug/db-counts", timeout=10).json()
+    return counts
 
 
 def expired_login(server: Server) -> Api:

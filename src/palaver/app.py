@@ -24,6 +24,7 @@ from palaver.api import (
     agents,
     chains,
     channels,
+    debug,
     memories,
     messages,
     rag,
@@ -50,6 +51,7 @@ from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.services import Services
 from palaver.store import migrate
+from palaver.store.counts import install as install_counts
 from palaver.store.db import Database
 from palaver.tools.lazy_mcp import LazyMcpBridge
 from palaver.tools.memory import MemorySearchTool, MemoryWriteTool
@@ -124,6 +126,7 @@ def create_app(config: Config) -> FastAPI:
             log.info("paused %d chains that were running at the last stop", paused)
         if recovered:
             log.info("stored %d replies cut off by the last stop, marked interrupted", recovered)
+        svc.bus.listen(svc.caches.on_event)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
         await svc.bus.start()
@@ -171,6 +174,8 @@ def create_app(config: Config) -> FastAPI:
         ws.router,
     ):
         app.include_router(router)
+    if config.debug_hooks:
+        app.include_router(debug.router(install_counts(svc.db)))
     return app
 
 

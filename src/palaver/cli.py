@@ -8,9 +8,13 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from palaver.config import Config
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -49,21 +53,25 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if os.environ.get("PALAVER_DEBUG_BLOCKING") == "1":
         _fail_on_blocking_calls()
-    server = _AnnouncingServer(
-        uvicorn.Config(
-            create_app(config),
-            host=config.host,
-            port=config.port,
-            log_level=config.log_level,
-            proxy_headers=config.trust_proxy,
-            ws_ping_interval=None,
-            # A client that stopped reading keeps its socket open for as long as it likes;
-            # without a limit, a graceful shutdown would wait for it forever.
-            timeout_graceful_shutdown=config.shutdown_grace_seconds,
-        )
-    )
+    server = _AnnouncingServer(uvicorn.Config(create_app(config), **uvicorn_options(config)))
     server.run()
     return 0 if server.started else 1
+
+
+def uvicorn_options(config: Config) -> dict[str, Any]:
+    """How Palaver runs under uvicorn; the benchmarks' bare baselines run the same way."""
+    return {
+        "host": config.host,
+        "port": config.port,
+        "log_level": config.log_level,
+        "proxy_headers": config.trust_proxy,
+        "loop": "uvloop",
+        "http": "httptools",
+        "ws_ping_interval": None,
+        # A client that stopped reading keeps its socket open for as long as it likes;
+        # without a limit, a graceful shutdown would wait for it forever.
+        "timeout_graceful_shutdown": config.shutdown_grace_seconds,
+    }
 
 
 class _AnnouncingServer(uvicorn.Server):

@@ -34,6 +34,8 @@ class Config(BaseSettings):
     ws_queue_size: int = Field(default=256, ge=1)
     shutdown_grace_seconds: int = Field(default=10, ge=1)
     log_level: str = "info"
+    debug_hooks: bool = False
+    """For the test suite: `/api/debug/*` counts database work and forgets the caches."""
 
     @field_validator("data_dir")
     @classmethod

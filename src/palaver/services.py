@@ -10,6 +10,7 @@ from palaver.actions.settings import SettingsHolder
 from palaver.auth.hosts import AllowedHosts
 from palaver.auth.limiter import RateLimiter
 from palaver.bus.base import EventBus
+from palaver.caches import Caches
 from palaver.config import Config
 from palaver.domain import Channel, Message
 from palaver.knowledge.embed import CurrentEmbedder
@@ -54,3 +55,4 @@ class Services:
     owner_id: str = ""
     on_user_message: list[MessageHandler] = field(default_factory=list)
     """Called after a person's message is stored and broadcast: where agents pick it up."""
+    caches: Caches = field(default_factory=Caches)

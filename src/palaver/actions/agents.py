@@ -8,6 +8,7 @@ from typing import Any
 
 import emoji
 
+from palaver.bus.base import CONTROL
 from palaver.domain import BUILTIN_TOOLS, Agent, User
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
@@ -136,3 +137,6 @@ async def delete(svc: Services, agent_id: str) -> None:
         if not await agents.delete_agent(tx.conn, agent_id):
             raise NotFound(f"No agent has the id '{agent_id}'.")
         await svc.index.drop_agent(tx, agent_id)
+        tx.on_commit(
+            lambda: svc.bus.publish(CONTROL, {"type": "agent_deleted", "agentId": agent_id})
+        )

@@ -20,8 +20,13 @@ def can_see(user: User, channel: Channel) -> bool:
 
 async def visible(svc: Services, user: User, channel_id: str) -> Channel:
     """The channel, or NotFound: a guest cannot tell a hidden channel from a missing one."""
-    async with svc.db.read() as conn:
-        channel = await channels.get(conn, channel_id)
+    channel = svc.caches.channels.get(channel_id)
+    if channel is None:
+        generation = svc.caches.channels.generation
+        async with svc.db.read() as conn:
+            channel = await channels.get(conn, channel_id)
+        if channel is not None:
+            svc.caches.channels.put(channel_id, channel, generation)
     if channel is None or not can_see(user, channel):
         raise NotFound(f"No channel has the id '{channel_id}'.")
     return channel

@@ -15,7 +15,8 @@ from palaver.services import Services
 SESSION_COOKIE = "session"
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    """Async, as every dependency here: FastAPI runs a plain function on a worker thread."""
     svc: Services = request.app.state.services
     return svc
 

@@ -135,11 +135,8 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     )
     conn.offer(json.dumps({"type": "auth_ok", "userId": principal.user.id}))
     svc.hub.add(conn)
-    tasks = [
-        asyncio.create_task(conn.send_loop()),
-        asyncio.create_task(_receive_loop(ws, svc, conn, principal)),
-        asyncio.create_task(conn.killed.wait()),
-    ]
+    conn.sender = asyncio.create_task(conn.send_loop())
+    tasks = [conn.sender, asyncio.create_task(_receive_loop(ws, svc, conn, principal))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -72,6 +72,10 @@ class Database:
     def engine(self) -> AsyncEngine:
         return self._writer
 
+    @property
+    def engines(self) -> list[AsyncEngine]:
+        return [self._writer] if self._reader is self._writer else [self._writer, self._reader]
+
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         async with self._reader.connect() as conn:

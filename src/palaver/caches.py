@@ -1,0 +1,106 @@
+"""What the hot paths ask again and again, answered from memory: sessions and channels.
+
+Each cache is filled on a miss and emptied by the change itself, through a control event on
+the bus, so that every node forgets at once whichever node made the change; never by a timer.
+A fill that raced with an invalidation is dropped (`generation`), so a reader that loaded the
+old row before the change committed cannot put it back after the event. A missing row is
+never remembered: something created on another node is found on its first request.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from palaver.bus.base import CONTROL, Event
+from palaver.domain import Channel, User
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+SESSIONS_CACHED = 10_000
+CHANNELS_CACHED = 10_000
+
+
+class BoundedCache(Generic[K, V]):
+    """Least recently used entries leave first once `size` are held."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.generation = 0
+        """Counts invalidations; `put` refuses a value read before the latest one."""
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V, generation: int) -> None:
+        if generation != self.generation:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def forget(self, keys: Iterable[K]) -> None:
+        self.generation += 1
+        for key in keys:
+            self._items.pop(key, None)
+
+    def clear(self) -> None:
+        self.forget(list(self._items))
+
+    def forget_where(self, stale: Callable[[V], bool]) -> None:
+        self.generation += 1
+        for key in [k for k, v in self._items.items() if stale(v)]:
+            del self._items[key]
+
+
+@dataclass(frozen=True)
+class CachedSession:
+    user: User
+    last_used_at: datetime
+
+
+@dataclass
+class Caches:
+    """The caches of one process, and the control events that empty them."""
+
+    sessions: BoundedCache[str, CachedSession] = field(
+        default_factory=lambda: BoundedCache(SESSIONS_CACHED)
+    )
+    """By token hash: the person and when the session was last used (as far as we know)."""
+    channels: BoundedCache[str, Channel] = field(
+        default_factory=lambda: BoundedCache(CHANNELS_CACHED)
+    )
+    """By id: the channel with its agents and members, which decide who may see it."""
+
+    def clear(self) -> None:
+        self.sessions.clear()
+        self.channels.clear()
+
+    def on_event(self, topic: str, event: Event) -> None:
+        """The bus listener."""
+        if topic != CONTROL:
+            return
+        kind = event.get("type")
+        if kind == "revoke":
+            users = set(event.get("userIds", ()))
+            self.sessions.forget(event.get("tokenHashes", ()))
+            if users:
+                self.sessions.forget_where(lambda s: s.user.id in users)
+                self.channels.forget_where(lambda c: not users.isdisjoint(c.member_ids))
+        elif kind == "channel_access":
+            self.channels.forget([event["channelId"]])
+        elif kind == "agent_deleted":
+            agent_id = event["agentId"]
+            self.channels.forget_where(lambda c: agent_id in c.agent_ids)

@@ -1,0 +1,106 @@
+"""What the paths every client hits all day ask of the database, once the caches are warm:
+the same person, in the same channel, a second time. An N+1 query or a lost cache fails here,
+not in a benchmark.
+
+Counted in the server by its debug hooks: SQL statements (a transaction's `BEGIN` is one) and
+round trips to the database driver (on SQLite, hops to aiosqlite's connection thread).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.support import Api, Server, Ws, db_counts, history, new_channel, post
+
+POST = {"statements": 2, "roundTrips": 9}
+"""BEGIN IMMEDIATE and the insert; the commit."""
+HISTORY = {"statements": 2, "roundTrips": 8}
+"""BEGIN and the page's select."""
+SOCKET = {"statements": 0, "roundTrips": 0}
+
+
+@pytest.fixture(scope="module")
+def quiet_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server of this module's own: nothing else runs on it while it is measured."""
+    srv = Server(tmp_path_factory.mktemp("cost"))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def owner(quiet_server: Server) -> Iterator[Api]:
+    with quiet_server.login() as api:
+        limits = {"messagesPerMinute": 10_000, "messageBurst": 10_000}
+        api.ok("PUT", "/api/settings", json={"limits": limits})
+        yield api
+
+
+@pytest.fixture(scope="module")
+def channel(quiet_server: Server, owner: Api) -> str:
+    channel_id = str(new_channel(owner)["id"])
+    for _ in range(3):
+        post(owner, channel_id, "a few messages to page through")
+    history(owner, channel_id)
+    with Ws(quiet_server, owner.token) as ws:
+        ws.subscribe(channel_id)
+    time.sleep(0.5)
+    return channel_id
+
+
+def _cost(server: Server, action: Callable[[], object]) -> dict[str, int]:
+    before = db_counts(server)
+    action()
+    after = db_counts(server)
+    return {key: after[key] - before[key] for key in before}
+
+
+def test_a_post_costs_one_write_transaction_and_nothing_else(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    cost = _cost(quiet_server, lambda: post(owner, channel, "steady state"))
+    assert cost["statements"] <= POST["statements"], cost
+    assert cost["roundTrips"] <= POST["roundTrips"], cost
+
+
+def test_a_history_page_costs_one_read_of_the_page(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    cost = _cost(quiet_server, lambda: history(owner, channel, limit=50))
+    assert cost["statements"] <= HISTORY["statements"], cost
+    assert cost["roundTrips"] <= HISTORY["roundTrips"], cost
+
+
+def test_a_socket_authenticating_and_subscribing_asks_the_database_nothing(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    def connect_and_subscribe() -> None:
+        with Ws(quiet_server, owner.token) as ws:
+            ws.subscribe(channel)
+
+    assert _cost(quiet_server, connect_and_subscribe) == SOCKET
+
+
+def test_a_socket_authenticated_by_its_cookie_asks_the_database_nothing(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    def connect_and_subscribe() -> None:
+        cookie = {"Cookie": f"session={owner.token}"}
+        with Ws(quiet_server, additional_headers=cookie) as ws:
+            ws.expect("auth_ok")
+            ws.subscribe(channel)
+
+    assert _cost(quiet_server, connect_and_subscribe) == SOCKET
+
+
+def test_a_full_page_costs_no_more_than_a_short_one(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    for i in range(60):
+        post(owner, channel, f"more history {i}")
+    cost = _cost(quiet_server, lambda: history(owner, channel, limit=50))
+    assert cost["statements"] <= HISTORY["statements"], cost
+    assert cost["roundTrips"] <= HISTORY["roundTrips"], cost
