@@ -107,6 +107,26 @@ def test_an_upload_is_readable_by_the_owner_its_uploader_and_channels_that_carry
         assert eve.api.get(hers).content == b"alice's file"
 
 
+def test_a_guest_cannot_share_an_upload_it_may_no_longer_read(server: Server, owner: Api) -> None:
+    with Guest(server, owner) as alice, Guest(server, owner) as bob:
+        secret = upload(owner, "plans.txt", b"the owner's plans")
+        missing = bob.api.get(secret.rsplit("-", 1)[0] + "-00000000.txt")
+        inner = new_channel(owner, member_ids=[alice.id])
+        post(owner, inner["id"], f"the plans: {secret}")
+        assert alice.api.get(secret).content == b"the owner's plans"
+        owner.ok("PUT", f"/api/channels/{inner['id']}", json={"memberIds": []})
+        same_404(alice.api.get(secret), missing)
+        outer = new_channel(owner, member_ids=[alice.id, bob.id])
+        post(alice.api, outer["id"], f"look what I kept: {secret}")
+        same_404(bob.api.get(secret), missing)
+        same_404(alice.api.get(secret), missing)
+        made_up = "/uploads/2024-01/nothing-here-00000000.txt"
+        post(alice.api, outer["id"], f"and {made_up}")
+        assert sql(
+            server, "SELECT count(*) FROM upload_references WHERE path LIKE '2024-01/%'"
+        ) == [(0,)]
+
+
 def _fill_0004(path: Any, guest_key: str, url: str) -> None:
     stamp = "2024-05-01 12:00:00.000000"
     with closing(sqlite3.connect(path)) as db, db:

@@ -11,7 +11,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
-from palaver.store.tables.core import channel_members
+from palaver.store.tables.core import channel_members, users
 from palaver.store.tables.uploads import upload_references, uploads
 
 _URL = re.compile(r"/uploads/(\d{4}-\d{2})/((?:[\w.\-]|%[0-9A-Fa-f]{2})+)")
@@ -34,11 +34,23 @@ async def record_upload(conn: AsyncConnection, path: str, user_id: str, now: dat
 
 
 async def record_references(conn: AsyncConnection, message: Message) -> None:
-    """Remember the uploads the message's text or metadata names, for its channel's members."""
+    """Remember the uploads the message's text or metadata names, for its channel's members.
+
+    The owner may share any upload (files older than the record of uploaders included);
+    anyone else only uploads that exist, and a guest only what it may read itself: a URL it kept
+    from a channel it has left must not open the file to another channel."""
     text = message.content
     if message.metadata:
         text += json.dumps(message.metadata, ensure_ascii=False)
     paths = upload_paths(text) if "/uploads/" in text else set()
+    if not paths:
+        return
+    by_owner = message.user_id is not None and await _is_owner(conn, message.user_id)
+    if not by_owner:
+        existing = select(uploads.c.path).where(uploads.c.path.in_(sorted(paths)))
+        paths = set((await conn.execute(existing)).scalars())
+        if message.user_id is not None:
+            paths = {p for p in paths if await readable_by(conn, p, message.user_id)}
     if not paths:
         return
     known = select(upload_references.c.path).where(
@@ -54,6 +66,11 @@ async def record_references(conn: AsyncConnection, message: Message) -> None:
                 for p in sorted(fresh)
             ],
         )
+
+
+async def _is_owner(conn: AsyncConnection, user_id: str) -> bool:
+    role = select(users.c.role).where(users.c.id == user_id)
+    return (await conn.execute(role)).scalar() == "owner"
 
 
 async def readable_by(conn: AsyncConnection, path: str, user_id: str) -> bool:
