@@ -35,6 +35,19 @@ def host_name(value: str) -> str:
     return value.rstrip(".")
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _port_of(host_header: str, default: int) -> int | None:
+    """The port a Host header names; without one, the scheme's default the page used."""
+    value = host_header.strip()
+    tail = value.rsplit("]", 1)[-1] if value.startswith("[") else value
+    if ":" not in tail or tail.count(":") > 1:
+        return default
+    port = tail.rsplit(":", 1)[1]
+    return int(port) if port.isdigit() else None
+
+
 class AllowedHosts:
     """Which names a request may use: loopback, the listening address when it is one, and
     what the operator adds (`*` for any)."""
@@ -56,12 +69,24 @@ class AllowedHosts:
         return host_header is not None and host_name(host_header) in self.names
 
     def allows_origin(self, origin: str, own_host: str | None) -> bool:
-        """An Origin is allowed when its name is an allowed host; with `*`, when it is the
-        request's own Host, as nothing narrower is known."""
-        name = host_name(urlsplit(origin).netloc)
-        if self.any:
-            return own_host is not None and name == host_name(own_host)
-        return name in self.names
+        """An Origin is allowed when it is this service as the page reached it: its name an
+        allowed host (with `*`, the request's own name) and its port the request's port. Ports
+        matter: a cookie is sent to every port of a name, so a page of another local service
+        (`http://localhost:3000`) must not open this one's socket."""
+        parts = urlsplit(origin)
+        if own_host is None or parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+            return False
+        name = host_name(parts.netloc)
+        if self.any and name != host_name(own_host):
+            return False
+        if not self.any and name not in self.names:
+            return False
+        default = _DEFAULT_PORTS[parts.scheme]
+        try:
+            origin_port = parts.port or default
+        except ValueError:
+            return False
+        return origin_port == _port_of(own_host, default)
 
     def describe(self) -> str:
         return "any host" if self.any else ", ".join(sorted(self.names))
