@@ -58,6 +58,9 @@ def _serve(args: argparse.Namespace) -> int:
     return 0 if server.started else 1
 
 
+WS_MAX_FRAME = 64 * 1024
+
+
 def uvicorn_options(config: Config) -> dict[str, Any]:
     """How Palaver runs under uvicorn; the benchmarks' bare baselines run the same way."""
     return {
@@ -68,6 +71,9 @@ def uvicorn_options(config: Config) -> dict[str, Any]:
         "loop": "uvloop",
         "http": "httptools",
         "ws_ping_interval": None,
+        # What a client sends over the socket is a few hundred bytes (auth, ping, subscribe);
+        # uvicorn's default of 16 MiB would let one frame hold the loop while it is parsed.
+        "ws_max_size": WS_MAX_FRAME,
         # A client that stopped reading keeps its socket open for as long as it likes;
         # without a limit, a graceful shutdown would wait for it forever.
         "timeout_graceful_shutdown": config.shutdown_grace_seconds,

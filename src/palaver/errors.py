@@ -125,8 +125,6 @@ def _allowed_methods(app: FastAPI, request: Request) -> str:
     for template, operations in app.openapi().get("paths", {}).items():
         if _template_regex(template).fullmatch(path):
             methods.update(method.upper() for method in operations)
-    if "GET" in methods:
-        methods.add("HEAD")
     return ", ".join(sorted(methods))
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
+
 MAX_DEPTH = 64
 """Arrays and objects within each other; metadata needs a handful."""
 
@@ -33,9 +35,27 @@ def loads(text: str | bytes) -> Any:
         raise json.JSONDecodeError(_reason(exc), "", 0) from None
     except RecursionError:
         raise _too_deep() from None
-    if _depth_exceeds(value, MAX_DEPTH):
+    if _may_nest_deeply(text) and _depth_exceeds(value, MAX_DEPTH):
         raise _too_deep()
     return value
+
+
+LARGE = 64 * 1024
+"""Texts longer than this are parsed in a worker thread: megabytes take the loop too long."""
+
+
+async def loads_off_loop(text: str | bytes) -> Any:
+    """`loads`, in a worker thread for a large text."""
+    if len(text) <= LARGE:
+        return loads(text)
+    return await anyio.to_thread.run_sync(loads, text)
+
+
+def _may_nest_deeply(text: str | bytes) -> bool:
+    """A cheap bound (counted in C): fewer brackets than the limit cannot nest past it."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") > MAX_DEPTH
+    return text.count(b"[") + text.count(b"{") > MAX_DEPTH
 
 
 def _reason(exc: ValueError) -> str:

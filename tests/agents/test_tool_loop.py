@@ -13,7 +13,7 @@ from tests.fakes.mcp_server import stdio_command
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text, tool_call, tool_calls
 from tests.fakes.search_servers import FakeSearchServer
-from tests.support import Api
+from tests.support import Api, unique
 
 ADD = "mcp:fx:add"
 
@@ -165,6 +165,27 @@ def test_a_tool_not_allowed_or_unknown_or_badly_called_is_an_error_result(
     assert "invalid arguments" in results[2]
     assert "not valid JSON" in results[3]
     assert reply["data"]["content"] == "Fine."
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"a": NaN, "b": 1}', '{"a": 1, "b": -Infinity}', '{"a": ' + "[" * 1500 + "]" * 1500 + "}"],
+    ids=["nan", "infinity", "deep"],
+)
+def test_non_standard_json_from_the_model_never_breaks_the_channels_history(
+    tools_configured: None, make_room: Any, fake_openai: FakeOpenAI, raw: str
+) -> None:
+    """A guest could ask the model for NaN: stored as is, it would make every history read fail."""
+    room: Room = make_room({"name": unique("Odd"), "tools": [ADD]})
+    fake_openai.enqueue(tool_calls(tool_call("mcp__fx__add", raw, pieces=2)), text("Odd."))
+    room.post(f"@{room.agents[0]['name']} go")
+    reply = room.reply(timeout=60)
+    assert reply["data"]["content"] == "Odd."
+    results = [r for kind, _, r in tool_events(room, reply["data"]["id"]) if kind == "tool_result"]
+    assert "not valid JSON" in results[0]
+    history = room.history()
+    (call,) = [m for m in history if m["type"] == "tool_call"]
+    assert call["metadata"]["arguments"] == {"_raw": raw}
 
 
 def test_the_round_limit_ends_with_one_call_without_tools(

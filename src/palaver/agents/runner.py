@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from palaver import strict_json
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
 from palaver.bus.base import channel_topic
@@ -154,12 +155,17 @@ class ReplyRunner:
             tally = _Tally()
             ending: dict[str, Any] = {}
             deadline = self.svc.settings.current.agents.replySeconds
+            whole_reply = asyncio.timeout(deadline)
             try:
-                async with asyncio.timeout(deadline):
+                async with whole_reply:
                     if await self._converse(req, reply, stream, tally):
                         ending["truncated"] = True
             except TimeoutError:
-                ending["error"] = f"The reply took longer than {deadline} seconds and was cut off."
+                if whole_reply.expired():
+                    ending["error"] = f"The reply took longer than {deadline} seconds; cut off."
+                else:
+                    log.exception("reply %s failed", reply.id)
+                    ending["error"] = "The reply failed because of an internal error."
             except ProviderError as exc:
                 ending["error"] = str(exc)
             except Exception:
@@ -237,10 +243,12 @@ class ReplyRunner:
         tally: _Tally,
         max_chars: int,
     ) -> tuple[str, list[ToolCall], bool]:
-        """One model call; stops reading, and says so, once the reply's text reaches
-        `max_chars`: a provider that ignores `max_tokens` must not fill the database."""
+        """One model call; stops reading, and says so, once the reply's text or its calls'
+        arguments reach `max_chars`: a provider that ignores `max_tokens` must not fill the
+        database or the memory."""
         calls = ToolCallAccumulator()
         text: list[str] = []
+        arguments = 0
         deltas = provider.stream(model, conversation, specs, options)
         try:
             async for delta in deltas:
@@ -252,6 +260,9 @@ class ReplyRunner:
                     if len(delta.text) >= room:
                         return "".join(text), [], True
                 elif isinstance(delta, ToolCallDelta):
+                    arguments += len(delta.arguments)
+                    if arguments > max_chars:
+                        return "".join(text), [], True
                     calls.add(delta)
                 elif isinstance(delta, Usage):
                     tally.add(delta)
@@ -373,7 +384,7 @@ def _publisher(svc: Services, topic: str, message: Message) -> Any:
 
 def _arguments(raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = strict_json.loads(raw) if raw.strip() else {}
     except ValueError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}

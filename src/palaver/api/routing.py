@@ -15,7 +15,7 @@ from palaver import strict_json
 class StrictJsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = strict_json.loads(await self.body())
+            self._json = await strict_json.loads_off_loop(await self.body())
         return self._json
 
 

@@ -301,7 +301,7 @@ class KnowledgeBase:
         async with self._db.write() as tx:
             still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])
             keep = [i for i, c in enumerate(chosen) if c.id in still]
-            entries = [Entry(chosen[i].id, type=chosen[i].visibility) for i in keep]
+            entries = [Entry(chosen[i].id, type=still[chosen[i].id].visibility) for i in keep]
             await self._index.put(
                 tx, agent_id, "chunk", entries, vectors[np.array(keep, int)], space
             )

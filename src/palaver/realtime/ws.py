@@ -115,15 +115,19 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     if not _origin_allowed(ws, svc):
         await _deny(ws, 403, "This page's origin may not open the socket.")
         return
-    address = ws.client.host if ws.client else "unknown"
-    if not svc.hub.admit_unauthenticated(address, svc.config.ws_unauthenticated_per_address):
+    # A socket with a session cookie is answered at once, right or wrong; only one that must
+    # still send `auth` can linger, so only those count against the address's cap.
+    address = None if "session" in ws.cookies else ws.client.host if ws.client else "unknown"
+    limit = svc.config.ws_unauthenticated_per_address
+    if address is not None and not svc.hub.admit_unauthenticated(address, limit):
         await _deny(ws, 429, "Too many connections from this address are not logged in yet.")
         return
     try:
         await ws.accept()
         principal = await _authenticate(ws, svc)
     finally:
-        svc.hub.release_unauthenticated(address)
+        if address is not None:
+            svc.hub.release_unauthenticated(address)
     if principal is None:
         return
     conn = Connection(

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import jsonschema
 
+from palaver import strict_json
 from palaver.llm.base import ToolSpec
 from palaver.tools.base import Tool, ToolContext, ToolError
 
@@ -93,9 +94,10 @@ class ToolRegistry:
         if tool is None:
             return ToolOutcome(f"Error: there is no tool named '{name}'.", False)
         try:
-            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
-        except ValueError:
-            return ToolOutcome("Error: the arguments are not valid JSON.", False)
+            args = strict_json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except ValueError as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            return ToolOutcome(f"Error: the arguments are not valid JSON ({reason}).", False)
         if not isinstance(args, dict):
             return ToolOutcome("Error: the arguments must be a JSON object.", False)
         try:
