@@ -53,6 +53,21 @@ def test_a_method_a_route_does_not_take_answers_405(owner: Api, method: str, pat
 
 
 @pytest.mark.parametrize(
+    ("path", "methods"),
+    [
+        ("/api/messages", "GET, POST"),
+        ("/api/agents/x", "DELETE, GET, PUT"),
+        ("/api/settings", "GET, PUT"),
+    ],
+)
+def test_a_405_allows_every_method_the_path_takes(owner: Api, path: str, methods: str) -> None:
+    """Each method is a route of its own; the answer names them all, not the first one's."""
+    response = owner.request("PATCH", path)
+    _is_error(response, 405)
+    assert response.headers["allow"] == methods
+
+
+@pytest.mark.parametrize(
     ("method", "path"),
     [
         ("POST", "/api/agents"),

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from palaver.ids import new_id
 from palaver.llm.base import ProviderError
@@ -107,6 +108,25 @@ def _document_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path: Starlette names only the first route's,
+    and each FastAPI route holds one method."""
+    allowed = []
+    for method in _METHODS:
+        probe = {
+            "type": "http",
+            "method": method,
+            "path": request.scope["path"],
+            "root_path": request.scope.get("root_path", ""),
+        }
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return ", ".join(allowed)
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     _document_400_not_422(app)
 
@@ -124,13 +144,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": _describe_validation(exc)}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         text = _STATUS_TEXT.get(exc.status_code, "The request failed.")
         if isinstance(exc.detail, str) and exc.status_code not in (404, 405):
             text = exc.detail
-        return JSONResponse(
-            {"error": text}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
-        )
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
+        return JSONResponse({"error": text}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
