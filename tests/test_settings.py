@@ -189,15 +189,15 @@ def test_the_default_model_must_name_a_configured_provider(
     owner: Api, ids: tuple[str, str]
 ) -> None:
     provider, _ = ids
-    for model in ("no-slash", f"{provider}/gpt-4o"):
+    for model, status in (("no-slash", 400), (f"{provider}/gpt-4o", 409)):
         response = owner.put("/api/settings", json={"defaultModel": model})
-        assert response.status_code == 400
+        assert response.status_code == status
         assert "defaultModel" in response.json()["error"]
     patch = {"providers": {provider: {"type": "openai"}}, "defaultModel": f"{provider}/gpt-4o"}
     assert _put(owner, patch)["defaultModel"] == f"{provider}/gpt-4o"
     try:
         response = owner.put("/api/settings", json={"providers": {provider: None}})
-        assert response.status_code == 400, "its provider cannot go while it is the default"
+        assert response.status_code == 409, "its provider cannot go while it is the default"
     finally:
         _put(owner, {"defaultModel": "builtin/echo"})
 

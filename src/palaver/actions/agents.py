@@ -12,7 +12,7 @@ from palaver.domain import BUILTIN_TOOLS, Agent
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.settings import model_problem
+from palaver.settings import model_problem, well_formed_model
 from palaver.store import agents
 from palaver.store.tables.base import utcnow
 
@@ -36,9 +36,10 @@ def _check_avatar(avatar: str) -> str:
 
 
 def _check_model(svc: Services, model: str) -> str:
+    """A model naming a provider the settings lack conflicts with them: 409, not 400."""
     problem = model_problem(svc.settings.current, model)
     if problem is not None:
-        raise Invalid(problem)
+        raise (Conflict if well_formed_model(model) else Invalid)(problem)
     return model
 
 
@@ -50,7 +51,9 @@ def _check_tools(svc: Services, tools: list[str]) -> list[str]:
         if match is None:
             raise Invalid(f"Unknown tool '{tool}'.")
         if match.group(1) not in svc.settings.current.mcpServers:
-            raise Invalid(f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured.")
+            raise Conflict(
+                f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured."
+            )
     return list(dict.fromkeys(tools))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from pydantic import Field
 
 from palaver.actions import auth
 from palaver.api.deps import SESSION_COOKIE, Body, Caller, Svc, errors
@@ -12,7 +13,7 @@ router = APIRouter(prefix="/api", tags=["auth"])
 
 
 class LoginBody(Body):
-    password: str
+    password: str = Field(min_length=1, description="The owner key or a guest's key.")
 
 
 def _client(request: Request, svc: Services) -> str:

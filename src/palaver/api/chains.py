@@ -5,17 +5,22 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from pydantic import Field
 
 from palaver.actions import chains
-from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
+from palaver.api.messages import MAX_CONTENT
 
 router = APIRouter(prefix="/api/chains", tags=["chains"])
 
 
 class StartChain(Body):
     channelId: str
-    agentIds: list[str]
-    content: str
+    agentIds: list[str] = Field(
+        min_length=1,
+        description="Members of the channel, in order; at most `agents.maxChainSteps`.",
+    )
+    content: str = Field(min_length=1, max_length=MAX_CONTENT, json_schema_extra=NOT_BLANK)
 
 
 @router.post("", responses=errors(404, 429))
@@ -26,7 +31,7 @@ async def start_chain(body: StartChain, caller: Caller, svc: Svc) -> dict[str, A
 
 @router.get("", responses=errors(404))
 async def list_chains(
-    caller: Caller, svc: Svc, channelId: Annotated[str, Query()]
+    caller: Caller, svc: Svc, channelId: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
     found = await chains.in_channel(svc, caller.user, channelId)
     return {"chains": [c.as_json() for c in found]}
