@@ -1,0 +1,128 @@
+"""The OpenAPI schema is the contract: schemathesis fuzzes every operation of a real server,
+as the owner and as a guest, and every answer must be one the schema promises.
+
+Schemathesis' default checks run on every case: no 5xx, statuses, content types, headers and
+bodies as declared, schema-valid requests accepted (2xx, or 401/403/404/409/429, which say
+"not you", "no such thing", "not now" rather than "malformed") and schema-invalid ones refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import strategies as st
+from schemathesis import Case
+from schemathesis.config import SchemathesisConfig
+from schemathesis.schemas import BaseSchema
+
+from tests.support import Api, Guest, Server, new_agent, new_channel
+
+SEED = 20240601
+MAX_EXAMPLES = 5
+"""Random cases per operation and role, beside the deterministic coverage cases."""
+
+BASELINE: dict[str, Any] = {
+    "limits": {"messagesPerMinute": 100_000, "messageBurst": 100_000, "maxMessageChars": 32_000},
+    "defaultModel": "builtin/echo",
+    "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+    "webSearch": {"provider": None, "baseUrl": None, "apiKey": None},
+}
+"""Rate limits a fuzzing run never reaches (it exercises the contract, not the throttles); the
+rest as the schema states it, the defaults."""
+
+schemathesis.openapi.format("emoji", st.sampled_from(["🤖", "🦉", "👩‍🔬", "🇫🇷", "❤️"]))
+"""What the schema's `format: emoji` (an agent's avatar) means: a single emoji."""
+
+
+def restore_settings(owner: Api) -> None:
+    """Undo what a fuzzed settings change did, before any other request runs: it may name
+    MCP servers (commands) or model endpoints that nothing should ever start or call."""
+    current = owner.ok("GET", "/api/settings")["settings"]
+    owner.ok(
+        "PUT",
+        "/api/settings",
+        json={
+            **BASELINE,
+            "providers": dict.fromkeys(current["providers"]),
+            "mcpServers": dict.fromkeys(current["mcpServers"]),
+            "agents": {},
+            "memory": {},
+            "sessionIdleDays": 30,
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server of its own: fuzzing fills it with records and changes its settings."""
+    srv = Server(tmp_path_factory.mktemp("fuzz"), env={"PALAVER_TRUST_PROXY": "1"})
+    srv.start()
+    with srv.login() as owner:
+        owner.ok("PUT", "/api/settings", json=BASELINE)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def fuzz_owner(fuzz_server: Server) -> Iterator[Api]:
+    with fuzz_server.login() as owner:
+        yield owner
+
+
+@pytest.fixture(scope="module")
+def fuzz_guest(fuzz_server: Server, fuzz_owner: Api) -> Iterator[Guest]:
+    """A guest with a channel of its own, so that its cases reach something beside 404s."""
+    with Guest(fuzz_server, fuzz_owner) as guest:
+        agent = new_agent(fuzz_owner)
+        new_channel(fuzz_owner, agent_ids=[agent["id"]], member_ids=[guest.id])
+        yield guest
+
+
+@pytest.fixture(scope="module", params=["owner", "guest"])
+def password(request: pytest.FixtureRequest, fuzz_server: Server) -> str:
+    """What the role under test logs in with."""
+    if request.param == "owner":
+        return fuzz_server.owner_key
+    guest: Guest = request.getfixturevalue("fuzz_guest")
+    return guest.key
+
+
+@pytest.fixture(scope="module")
+def session(fuzz_server: Server, password: str) -> Iterator[Api]:
+    with fuzz_server.login(password) as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def api_schema(fuzz_server: Server, session: Api) -> BaseSchema:
+    """The server's own schema, as it serves it to anyone."""
+    config = SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "base-url": fuzz_server.base_url,
+            "generation": {"max-examples": MAX_EXAMPLES},
+            "request-timeout": 30,
+        }
+    )
+    return schemathesis.openapi.from_url(f"{fuzz_server.base_url}/api/openapi.json", config=config)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+def test_every_operation_keeps_the_schema_s_promises(
+    case: Case, fuzz_server: Server, fuzz_owner: Api, session: Api, password: str
+) -> None:
+    token = session.token
+    if case.operation.label == "POST /api/logout":
+        with fuzz_server.login(password) as throwaway:
+            token = throwaway.token
+    try:
+        case.call_and_validate(headers={"Cookie": f"session={token}"})
+    finally:
+        if case.operation.label == "PUT /api/settings":
+            restore_settings(fuzz_owner)
