@@ -139,14 +139,14 @@ def test_the_avatar_may_be_any_single_emoji(owner: Api, avatar: str) -> None:
     assert body["agent"]["avatar"] == avatar
 
 
-@pytest.mark.parametrize("avatar", ["A", "🦊🦊", "🦊 ", ":)", "🦊x"])
+@pytest.mark.parametrize("avatar", ["A", "🦊🦊", "🦊 ", ":)", "🦊x", ""])
 def test_the_avatar_must_be_exactly_one_emoji(owner: Api, avatar: str) -> None:
     status, body = _create(owner, avatar=avatar)
     assert status == 400
     assert "emoji" in body["error"]
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "/gpt-4o", "openai/", "open ai/gpt"])
+@pytest.mark.parametrize("model", ["gpt-4o", "/gpt-4o", "openai/", "open ai/gpt", ""])
 def test_the_model_must_read_provider_slash_model(owner: Api, model: str) -> None:
     status, body = _create(owner, model=model)
     assert status == 400

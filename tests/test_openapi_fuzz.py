@@ -105,6 +105,7 @@ def api_schema(fuzz_server: Server, session: Api) -> BaseSchema:
             "base-url": fuzz_server.base_url,
             "generation": {"max-examples": MAX_EXAMPLES},
             "request-timeout": 30,
+            "phases": {"coverage": {"unexpected-methods": ["patch"]}},
         }
     )
     return schemathesis.openapi.from_url(f"{fuzz_server.base_url}/api/openapi.json", config=config)

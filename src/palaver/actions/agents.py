@@ -75,9 +75,9 @@ async def create(svc: Services, fields: dict[str, Any]) -> Agent:
     agent = Agent(
         id=new_id("agent"),
         name=_check_name(fields["name"]),
-        avatar=_check_avatar(fields.get("avatar") or DEFAULT_AVATAR),
+        avatar=_check_avatar(fields.get("avatar", DEFAULT_AVATAR)),
         description=fields.get("description") or "",
-        model=_check_model(svc, fields.get("model") or svc.settings.current.defaultModel),
+        model=_check_model(svc, fields.get("model", svc.settings.current.defaultModel)),
         tools=_check_tools(svc, fields.get("tools") or []),
         soul=fields.get("soul") or "",
         auto_inject_memory=fields.get("autoInjectMemory", True),
