@@ -123,7 +123,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 @schema.parametrize()
 def test_every_operation_keeps_the_schema_s_promises(
-    case: Case,
+    case: Case[Any],
     fuzz_server: Server,
     fuzz_owner: Api,
     baseline: dict[str, Any],

@@ -50,13 +50,10 @@ class Body(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _whole_numbers(cls, data: Any) -> Any:
+    def _encodable_whole_numbers(cls, data: Any) -> Any:
+        """Before the fields are validated, so a lone surrogate is named as such."""
+        check_encodable(data)
         return whole_numbers(cls, data)
-
-    @model_validator(mode="after")
-    def _encodable(self) -> Body:
-        check_encodable(self.__dict__)
-        return self
 
 
 def check_encodable(value: Any) -> None:
