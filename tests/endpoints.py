@@ -89,7 +89,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "/api/channels",
         json=lambda t: {"name": unique(), "type": "dm", "agentIds": [t["agent"]]},
         admin=True,
-        errors=_e(403),
+        errors=_e(403, 404),
     ),
     Endpoint(
         "PUT",
@@ -109,7 +109,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint("GET", "/api/settings", admin=True, errors=_e(403)),
     Endpoint(
-        "PUT", "/api/settings", json=lambda t: {"sessionIdleDays": 30}, admin=True, errors=_e(403)
+        "PUT",
+        "/api/settings",
+        json=lambda t: {"sessionIdleDays": 30},
+        admin=True,
+        errors=_e(403, 409),
     ),
     Endpoint("GET", "/api/guests", admin=True, errors=_e(403)),
     Endpoint(

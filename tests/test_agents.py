@@ -139,14 +139,14 @@ def test_the_avatar_may_be_any_single_emoji(owner: Api, avatar: str) -> None:
     assert body["agent"]["avatar"] == avatar
 
 
-@pytest.mark.parametrize("avatar", ["A", "🦊🦊", "🦊 ", ":)", "🦊x"])
+@pytest.mark.parametrize("avatar", ["A", "🦊🦊", "🦊 ", ":)", "🦊x", ""])
 def test_the_avatar_must_be_exactly_one_emoji(owner: Api, avatar: str) -> None:
     status, body = _create(owner, avatar=avatar)
     assert status == 400
     assert "emoji" in body["error"]
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "/gpt-4o", "openai/", "open ai/gpt"])
+@pytest.mark.parametrize("model", ["gpt-4o", "/gpt-4o", "openai/", "open ai/gpt", ""])
 def test_the_model_must_read_provider_slash_model(owner: Api, model: str) -> None:
     status, body = _create(owner, model=model)
     assert status == 400
@@ -154,9 +154,10 @@ def test_the_model_must_read_provider_slash_model(owner: Api, model: str) -> Non
 
 
 def test_the_model_provider_must_be_configured(owner: Api, provider: str) -> None:
+    """A well-formed model naming a provider the settings lack conflicts with them: 409."""
     missing = unique("unconfigured")
     status, body = _create(owner, model=f"{missing}/some-model")
-    assert status == 400
+    assert status == 409
     assert f"'{missing}'" in body["error"]
     assert _create(owner, model=f"{provider}/some-model")[0] == 200
     assert _create(owner, model="builtin/echo")[0] == 200
@@ -176,13 +177,17 @@ def test_tools_may_be_the_known_ones(owner: Api, tools: list[str]) -> None:
     assert body["agent"]["tools"] == tools
 
 
-@pytest.mark.parametrize(
-    "tool", ["shell", "mcp:", "mcp:server", "mcp::tool", "mcp:unconfigured:tool", "WEB_SEARCH"]
-)
+@pytest.mark.parametrize("tool", ["shell", "mcp:", "mcp:server", "mcp::tool", "WEB_SEARCH"])
 def test_unknown_tools_answer_400_naming_the_tool(owner: Api, tool: str) -> None:
     status, body = _create(owner, tools=["web_search", tool])
     assert status == 400
     assert f"'{tool}'" in body["error"]
+
+
+def test_a_tool_of_an_unconfigured_mcp_server_answers_409(owner: Api) -> None:
+    status, body = _create(owner, tools=["web_search", "mcp:unconfigured:tool"])
+    assert status == 409
+    assert "'mcp:unconfigured:tool'" in body["error"]
 
 
 def test_bridged_tools_name_a_configured_mcp_server(owner: Api, mcp_server: str) -> None:

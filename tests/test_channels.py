@@ -87,24 +87,25 @@ def test_invalid_channels_answer_400(owner: Api, body: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("field", ["agentIds", "memberIds"])
-def test_unknown_ids_answer_400_naming_the_id(owner: Api, field: str) -> None:
+def test_unknown_ids_answer_404_naming_the_id(owner: Api, field: str) -> None:
+    """Well formed but naming nothing: 404, as an unknown channelId of a message is."""
     agent = new_agent(owner)["id"]
     bogus = "agent_doesnotexist" if field == "agentIds" else "user_doesnotexist"
     body = {"name": "x", "type": "group", "agentIds": [agent], "memberIds": []}
     body[field] = [*body[field], bogus]
-    assert bogus in _error(owner, "POST", "/api/channels", 400, json=body)
+    assert bogus in _error(owner, "POST", "/api/channels", 404, json=body)
     channel = new_channel(owner)["id"]
-    assert bogus in _error(owner, "PUT", f"/api/channels/{channel}", 400, json={field: [bogus]})
+    assert bogus in _error(owner, "PUT", f"/api/channels/{channel}", 404, json={field: [bogus]})
     adding = {"agentIds" if field == "agentIds" else "userIds": [bogus]}
     path = f"/api/channels/{channel}/members"
-    assert bogus in _error(owner, "POST", path, 400, json=adding)
+    assert bogus in _error(owner, "POST", path, 404, json=adding)
     assert owner.ok("GET", f"/api/channels/{channel}")["channel"]["agentIds"] == []
 
 
 def test_an_agent_id_is_not_a_member_id(owner: Api) -> None:
     agent = new_agent(owner)["id"]
     body = {"name": "x", "type": "group", "memberIds": [agent]}
-    assert agent in _error(owner, "POST", "/api/channels", 400, json=body)
+    assert agent in _error(owner, "POST", "/api/channels", 404, json=body)
 
 
 def test_an_update_renames_and_replaces_members_keeping_the_owner(

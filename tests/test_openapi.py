@@ -51,3 +51,28 @@ def test_interactive_docs_are_served(server: Server) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert "/api/openapi.json" in response.text
+
+
+@pytest.mark.parametrize(
+    ("path", "required"), [("/api/upload", ["file"]), ("/api/rag/upload", ["file", "agentId"])]
+)
+def test_uploads_declare_their_multipart_form(
+    schema: dict[str, Any], path: str, required: list[str]
+) -> None:
+    body = schema["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]
+    assert body["schema"]["required"] == required
+    assert body["schema"]["properties"]["file"] == {"type": "string", "format": "binary"}
+
+
+def test_request_models_carry_their_real_constraints(schema: dict[str, Any]) -> None:
+    models = schema["components"]["schemas"]
+    name = models["CreateAgent"]["properties"]["name"]
+    assert (name["minLength"], name["maxLength"]) == (1, 64)
+    assert "agent_" in name["pattern"]
+    message = models["PostMessage"]["properties"]
+    assert message["type"]["enum"] == ["text", "image", "file", "tool_call", "tool_result"]
+    assert message["content"]["pattern"] == r"\S"
+    assert models["CreateGuest"]["properties"]["name"]["maxLength"] == 128
+    settings = schema["paths"]["/api/settings"]["put"]["requestBody"]["content"]
+    limits = settings["application/json"]["schema"]["properties"]["limits"]["properties"]
+    assert limits["messagesPerMinute"]["maximum"] == 100_000

@@ -209,13 +209,27 @@ def test_unknown_keys_answer_400_naming_the_key(
     [
         {"limits": {"maxMessageChars": 0}},
         {"limits": {"messagesPerMinute": "many"}},
+        {"limits": {"messagesPerMinute": "40"}},
+        {"sessionIdleDays": True},
+        {"memory": {"injectTopK": 2.5}},
         {"sessionIdleDays": 0},
         {"providers": {"PROVIDER": {"type": "closedai"}}},
         {"providers": {"PROVIDER": {"apiKey": "a provider needs a type"}}},
         {"providers": None},
         ["not", "an", "object"],
     ],
-    ids=["zero", "not-a-number", "idle-days", "provider-type", "no-type", "null-map", "list"],
+    ids=[
+        "zero",
+        "not-a-number",
+        "number-as-text",
+        "boolean-as-number",
+        "fraction",
+        "idle-days",
+        "provider-type",
+        "no-type",
+        "null-map",
+        "list",
+    ],
 )
 def test_invalid_values_answer_400_and_change_nothing(
     server: Server, owner: Api, ids: tuple[str, str], patch: Any
@@ -232,17 +246,23 @@ def test_the_default_model_must_name_a_configured_provider(
     owner: Api, ids: tuple[str, str]
 ) -> None:
     provider, _ = ids
-    for model in ("no-slash", f"{provider}/gpt-4o"):
+    for model, status in (("no-slash", 400), (f"{provider}/gpt-4o", 409)):
         response = owner.put("/api/settings", json={"defaultModel": model})
-        assert response.status_code == 400
+        assert response.status_code == status
         assert "defaultModel" in response.json()["error"]
     patch = {"providers": {provider: {"type": "openai"}}, "defaultModel": f"{provider}/gpt-4o"}
     assert _put(owner, patch)["defaultModel"] == f"{provider}/gpt-4o"
     try:
         response = owner.put("/api/settings", json={"providers": {provider: None}})
-        assert response.status_code == 400, "its provider cannot go while it is the default"
+        assert response.status_code == 409, "its provider cannot go while it is the default"
     finally:
         _put(owner, {"defaultModel": "builtin/echo"})
+
+
+def test_a_whole_number_written_with_a_decimal_point_is_an_integer(owner: Api) -> None:
+    """JSON Schema counts 40.0 an integer, so the schema promises it is accepted."""
+    assert _put(owner, {"sessionIdleDays": 40.0})["sessionIdleDays"] == 40
+    assert _put(owner, {"sessionIdleDays": 30})["sessionIdleDays"] == 30
 
 
 def test_secrets_never_reach_the_log_or_an_error(

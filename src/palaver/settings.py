@@ -9,15 +9,39 @@ import re
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SECRET_MASK = "••••"  # noqa: S105 - the mask shown in place of a secret, not a secret
 SHOWN_TAIL = 4
 """Characters of a secret shown after the mask; only secrets at least 3 times as long show any."""
 
 
+def whole_numbers(model: type[BaseModel], data: Any) -> Any:
+    """Whole JSON numbers such as 5.0 given for integer fields, as 5: JSON Schema counts them
+    integers, and strict validation (which refuses "5" and true) would refuse them too."""
+    if not isinstance(data, dict):
+        return data
+    fields = model.model_fields
+    return {
+        key: int(value)
+        if key in fields
+        and fields[key].annotation is int
+        and isinstance(value, float)
+        and value.is_integer()
+        else value
+        for key, value in data.items()
+    }
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Strict, as the API schema is: a number is not a string nor a boolean a number."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_numbers(cls, data: Any) -> Any:
+        return whole_numbers(cls, data)
 
 
 class ProviderConfig(_Strict):
@@ -92,6 +116,10 @@ class Settings(_Strict):
 
 
 _MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")
+
+
+def well_formed_model(model: str) -> bool:
+    return _MODEL.match(model) is not None
 
 
 def model_problem(settings: Settings, model: str) -> str | None:

@@ -320,6 +320,15 @@ def test_a_query_checks_its_agent_and_its_bounds(owner: Api, agent: dict[str, An
     assert owner.post("/api/rag/query", json={"agentId": agent["id"]}).status_code == 400
 
 
+def test_a_query_s_top_k_is_a_json_integer(owner: Api, agent: dict[str, Any]) -> None:
+    """As the schema says: 3.0 is an integer, "3" and true are not."""
+    body = {"agentId": agent["id"], "query": "x", "topK": 3.0}
+    assert owner.post("/api/rag/query", json=body).status_code == 200
+    for top_k in ("3", True):
+        body = {"agentId": agent["id"], "query": "x", "topK": top_k}
+        assert owner.post("/api/rag/query", json=body).status_code == 400
+
+
 # Documents.
 
 
@@ -436,6 +445,18 @@ def test_the_owner_corrects_and_deletes_a_memory(owner: Api) -> None:
     assert owner.get("/api/agents/agent_nobody/memories").status_code == 404
 
 
+def test_a_memory_naming_an_unknown_agent_or_channel_answers_404(
+    owner: Api, agent: dict[str, Any]
+) -> None:
+    body = {"content": "The owner likes tea."}
+    assert owner.post("/api/agents/agent_nobody/memories", json=body).status_code == 404
+    nowhere = {**body, "channelId": "ch_nowhere"}
+    response = owner.post(f"/api/agents/{agent['id']}/memories", json=nowhere)
+    assert response.status_code == 404
+    assert "ch_nowhere" in response.json()["error"]
+    assert memories(owner, agent["id"]) == []
+
+
 def test_memories_are_searched_by_similarity_and_filtered_by_type(owner: Api) -> None:
     agent = new_agent(owner)["id"]
     for content, kind in FACTS:
@@ -486,7 +507,7 @@ def test_an_unusable_embedding_setting_is_refused(
 ) -> None:
     before = owner.ok("GET", "/api/settings")["settings"]
     response = owner.put("/api/settings", json=patch)
-    assert response.status_code == 400, response.text
+    assert response.status_code == 409, response.text
     assert "'embedding'" in response.json()["error"] and reason in response.json()["error"]
     assert owner.ok("GET", "/api/settings")["settings"] == before
 

@@ -13,7 +13,7 @@ from palaver.domain import BUILTIN_TOOLS, Agent, User
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.settings import model_problem
+from palaver.settings import model_problem, well_formed_model
 from palaver.store import agents
 from palaver.store.tables.base import utcnow
 
@@ -37,9 +37,10 @@ def _check_avatar(avatar: str) -> str:
 
 
 def _check_model(svc: Services, model: str) -> str:
+    """A model naming a provider the settings lack conflicts with them: 409, not 400."""
     problem = model_problem(svc.settings.current, model)
     if problem is not None:
-        raise Invalid(problem)
+        raise (Conflict if well_formed_model(model) else Invalid)(problem)
     return model
 
 
@@ -51,7 +52,9 @@ def _check_tools(svc: Services, tools: list[str]) -> list[str]:
         if match is None:
             raise Invalid(f"Unknown tool '{tool}'.")
         if match.group(1) not in svc.settings.current.mcpServers:
-            raise Invalid(f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured.")
+            raise Conflict(
+                f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured."
+            )
     return list(dict.fromkeys(tools))
 
 
@@ -87,9 +90,9 @@ async def create(svc: Services, fields: dict[str, Any]) -> Agent:
     agent = Agent(
         id=new_id("agent"),
         name=_check_name(fields["name"]),
-        avatar=_check_avatar(fields.get("avatar") or DEFAULT_AVATAR),
+        avatar=_check_avatar(fields.get("avatar", DEFAULT_AVATAR)),
         description=fields.get("description") or "",
-        model=_check_model(svc, fields.get("model") or svc.settings.current.defaultModel),
+        model=_check_model(svc, fields.get("model", svc.settings.current.defaultModel)),
         tools=_check_tools(svc, fields.get("tools") or []),
         soul=fields.get("soul") or "",
         auto_inject_memory=fields.get("autoInjectMemory", True),

@@ -47,11 +47,11 @@ async def _check_ids(tx: Tx, agent_ids: list[str], member_ids: list[str]) -> Non
     known_agents = await agents.existing_ids(tx.conn, agent_ids)
     for agent_id in agent_ids:
         if agent_id not in known_agents:
-            raise Invalid(f"No agent has the id '{agent_id}'.")
+            raise NotFound(f"No agent has the id '{agent_id}'.")
     known_users = await users.existing_ids(tx.conn, member_ids)
     for user_id in member_ids:
         if user_id not in known_users:
-            raise Invalid(f"No user has the id '{user_id}'.")
+            raise NotFound(f"No user has the id '{user_id}'.")
 
 
 def _check_shape(kind: ChannelType, agent_ids: list[str]) -> None:

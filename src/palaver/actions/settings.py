@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from palaver.bus.base import CONTROL, EventBus
-from palaver.errors import Invalid
+from palaver.errors import Conflict, Invalid
 from palaver.knowledge.embed import make_embedder
-from palaver.settings import Settings, merge, model_problem
+from palaver.settings import Settings, merge, model_problem, well_formed_model
 from palaver.store import settings_store
 from palaver.store.db import Database
 
@@ -36,11 +36,13 @@ class SettingsHolder:
                 raise Invalid(_describe(exc)) from None
             problem = model_problem(updated, updated.defaultModel)
             if problem is not None:
-                raise Invalid(f"Invalid setting 'defaultModel': {problem}")
+                # Well formed but naming a provider that is not configured: a conflict.
+                error = Conflict if well_formed_model(updated.defaultModel) else Invalid
+                raise error(f"Invalid setting 'defaultModel': {problem}")
             try:
                 make_embedder(updated)
-            except Invalid as exc:
-                raise Invalid(f"Invalid setting 'embedding': {exc.message}") from None
+            except (Conflict, Invalid) as exc:
+                raise type(exc)(f"Invalid setting 'embedding': {exc.message}") from None
             await settings_store.save(tx.conn, updated)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated

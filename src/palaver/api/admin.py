@@ -5,18 +5,49 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from palaver.actions import guests
-from palaver.api.deps import Body, Owner, Svc, check_encodable, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, check_encodable, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.errors import Invalid
-from palaver.settings import masked
+from palaver.settings import Settings, masked
 
 router = APIRouter(prefix="/api", tags=["admin"], route_class=StrictJsonRoute)
 
 
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its `$defs` references replaced by what they name (none recurse)."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inline(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _inline(v, defs) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inline(item, defs) for item in schema]
+    return schema
+
+
+def _patch_schema() -> dict[str, Any]:
+    """The settings as a patch: every field optional, merged into the stored settings, and a
+    provider or MCP server removed by sending null in its place."""
+    full = Settings.model_json_schema()
+    schema: dict[str, Any] = _inline(full, full.get("$defs", {}))
+    for name in ("providers", "mcpServers"):
+        entry = schema["properties"][name]["additionalProperties"]
+        schema["properties"][name]["additionalProperties"] = {"anyOf": [entry, {"type": "null"}]}
+    schema["properties"]["defaultModel"]["pattern"] = r"^[A-Za-z0-9_.-]+/\S.*$"
+    schema["properties"]["defaultModel"]["description"] = (
+        "<provider id>/<model name>; a provider that is not configured answers 409."
+    )
+    schema["properties"]["embedding"]["description"] = (
+        "'local' with its one model, or a configured provider of type 'openai'; "
+        "another choice answers 409."
+    )
+    return schema
+
+
 class CreateGuest(Body):
-    name: str
+    name: str = Field(min_length=1, max_length=128, json_schema_extra=NOT_BLANK)
 
 
 @router.get("/settings", responses=errors(403))
@@ -24,7 +55,16 @@ async def get_settings(_: Owner, svc: Svc) -> dict[str, Any]:
     return {"settings": masked(svc.settings.current)}
 
 
-@router.put("/settings", responses=errors(403))
+@router.put(
+    "/settings",
+    responses=errors(403, 409),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _patch_schema()}},
+        }
+    },
+)
 async def put_settings(patch: dict[str, Any], _: Owner, svc: Svc) -> dict[str, Any]:
     try:
         check_encodable(patch)

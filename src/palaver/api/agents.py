@@ -2,33 +2,64 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
 from palaver.actions import agents
-from palaver.api.deps import Body, Caller, Owner, Svc, errors
+from palaver.api.deps import Body, Caller, Owner, Svc, errors, pattern
 from palaver.api.routing import StrictJsonRoute
+from palaver.domain import BUILTIN_TOOLS
 
 router = APIRouter(prefix="/api/agents", tags=["agents"], route_class=StrictJsonRoute)
 
 
+AgentName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        json_schema_extra=pattern(r"^(?!\s*agent_)[\s\S]*\S"),
+        description="Unique ignoring case; may not start with 'agent_', kept for ids.",
+    ),
+]
+Tool = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "anyOf": [
+                {"enum": list(BUILTIN_TOOLS)},
+                {"pattern": r"^mcp:[A-Za-z0-9_.-]+:.+$"},
+            ]
+        },
+        description="A built-in tool, or mcp:<server>:<tool> for a configured MCP server.",
+    ),
+]
+
+
 class AgentFields(Body):
-    avatar: str | None = None
+    avatar: str | None = Field(
+        default=None, json_schema_extra={"format": "emoji"}, description="A single emoji."
+    )
     description: str | None = Field(default=None, max_length=2000)
-    model: str | None = Field(default=None, max_length=200)
-    tools: list[str] | None = None
+    model: str | None = Field(
+        default=None,
+        max_length=200,
+        json_schema_extra=pattern(r"^[A-Za-z0-9_.-]+/\S.*$"),
+        description="<provider id>/<model name>, the provider configured (or builtin).",
+    )
+    tools: list[Tool] | None = None
     soul: str | None = Field(default=None, max_length=100_000)
     autoInjectMemory: bool | None = None
 
 
 class CreateAgent(AgentFields):
-    name: str
+    name: AgentName
 
 
 class UpdateAgent(AgentFields):
-    name: str | None = None
+    name: AgentName | None = None
 
 
 @router.get("", responses=errors())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from pydantic import Field
 
 from palaver.actions import auth
 from palaver.api.deps import (
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/api", tags=["auth"], route_class=StrictJsonRoute)
 
 
 class LoginBody(Body):
-    password: str
+    password: str = Field(min_length=1, description="The owner key or a guest's key.")
 
 
 def _client(request: Request, svc: Services) -> str:

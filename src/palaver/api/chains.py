@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from pydantic import Field
 
 from palaver.actions import chains
-from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
+from palaver.api.messages import MAX_CONTENT
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api/chains", tags=["chains"], route_class=StrictJsonRoute)
@@ -15,8 +17,11 @@ router = APIRouter(prefix="/api/chains", tags=["chains"], route_class=StrictJson
 
 class StartChain(Body):
     channelId: str
-    agentIds: list[str]
-    content: str
+    agentIds: list[str] = Field(
+        min_length=1,
+        description="Members of the channel, in order; at most `agents.maxChainSteps`.",
+    )
+    content: str = Field(min_length=1, max_length=MAX_CONTENT, json_schema_extra=NOT_BLANK)
 
 
 @router.post("", responses=errors(404, 429))

@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from palaver.actions import channels
-from palaver.api.deps import Body, Caller, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Caller, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api/channels", tags=["channels"], route_class=StrictJsonRoute)
 
 
+ChannelName = Annotated[str, Field(min_length=1, max_length=128, json_schema_extra=NOT_BLANK)]
+
+
 class CreateChannel(Body):
-    name: str
+    """A dm has exactly one agent: the schema says so, the action checks it (with a message
+    that says why)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"properties": {"type": {"const": "group"}}},
+                {
+                    "properties": {
+                        "type": {"const": "dm"},
+                        "agentIds": {"minItems": 1, "maxItems": 1},
+                    },
+                    "required": ["agentIds"],
+                },
+            ]
+        }
+    )
+
+    name: ChannelName
     type: Literal["dm", "group"]
     agentIds: list[str] = Field(default_factory=list)
     memberIds: list[str] = Field(default_factory=list)
 
 
 class UpdateChannel(Body):
-    name: str | None = None
+    name: ChannelName | None = None
     agentIds: list[str] | None = None
     memberIds: list[str] | None = None
 
@@ -42,7 +63,7 @@ async def get_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, An
     return {"channel": (await channels.visible(svc, caller.user, channel_id)).as_json()}
 
 
-@router.post("", responses=errors(403))
+@router.post("", responses=errors(403, 404))
 async def create_channel(body: CreateChannel, _: Owner, svc: Svc) -> dict[str, Any]:
     channel = await channels.create(svc, body.name, body.type, body.agentIds, body.memberIds)
     return {"channel": channel.as_json()}

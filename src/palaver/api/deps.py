@@ -11,6 +11,7 @@ from palaver.actions import auth
 from palaver.actions.auth import Principal
 from palaver.errors import Forbidden
 from palaver.services import Services
+from palaver.settings import whole_numbers
 
 SESSION_COOKIE = "session"
 
@@ -65,14 +66,18 @@ Owner = Annotated[Principal, Depends(owner)]
 
 class Body(BaseModel):
     """Request bodies reject fields they do not know, so a typo is an error, not a no-op, and
-    text that is not valid Unicode (JSON allows lone surrogates such as "\\ud800")."""
+    text that is not valid Unicode (JSON allows lone surrogates such as "\\ud800").
 
-    model_config = ConfigDict(extra="forbid")
+    Strict, as the schema is: `"3"` is not a number nor `1` a boolean."""
 
-    @model_validator(mode="after")
-    def _encodable(self) -> Body:
-        check_encodable(self.__dict__)
-        return self
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable_whole_numbers(cls, data: Any) -> Any:
+        """Before the fields are validated, so a lone surrogate is named as such."""
+        check_encodable(data)
+        return whole_numbers(cls, data)
 
 
 def check_encodable(value: Any) -> None:
@@ -88,6 +93,15 @@ def check_encodable(value: Any) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             check_encodable(item)
+
+
+def pattern(regex: str) -> dict[str, Any]:
+    """A pattern the schema states and the action checks, with a message that says why."""
+    return {"pattern": regex}
+
+
+NOT_BLANK = pattern(r"\S")
+"""Text that must hold more than whitespace (the server strips it)."""
 
 
 class ErrorBody(BaseModel):

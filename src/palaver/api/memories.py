@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
-from palaver.errors import Invalid
+from palaver.errors import NotFound
+from palaver.store import agents as agents_store
 from palaver.store import channels as channels_store
 from palaver.tools.memory import privacy_scope
 
@@ -21,13 +22,15 @@ MemoryType = Literal["semantic", "episodic", "procedural"]
 
 
 class NewMemory(Body):
-    content: str = Field(min_length=1, max_length=8000)
+    content: str = Field(min_length=1, max_length=8000, json_schema_extra=NOT_BLANK)
     type: MemoryType = "semantic"
     channelId: str | None = None
 
 
 class MemoryChange(Body):
-    content: str | None = Field(default=None, min_length=1, max_length=8000)
+    content: str | None = Field(
+        default=None, min_length=1, max_length=8000, json_schema_extra=NOT_BLANK
+    )
     type: MemoryType | None = None
 
 
@@ -55,12 +58,13 @@ async def list_memories(
 @router.post("", responses=errors(403, 404, 502))
 async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> dict[str, Any]:
     """The same rule as the `memory_write` tool: skipped, updated or inserted."""
-    scope = None
-    if body.channelId:
-        async with svc.db.read() as conn:
-            if await channels_store.get(conn, body.channelId) is None:
-                raise Invalid(f"No channel has the id '{body.channelId}'.")
-        scope = await privacy_scope(svc.db, body.channelId)
+    async with svc.db.read() as conn:
+        # Checked before the content is embedded: the model may not be loaded yet.
+        if await agents_store.get(conn, agent_id) is None:
+            raise NotFound(f"There is no agent '{agent_id}'.")
+        if body.channelId is not None and await channels_store.get(conn, body.channelId) is None:
+            raise NotFound(f"No channel has the id '{body.channelId}'.")
+    scope = None if body.channelId is None else await privacy_scope(svc.db, body.channelId)
     result = await svc.memories.write(
         agent_id, body.content, body.type, channel_id=body.channelId, only_channel=scope
     )

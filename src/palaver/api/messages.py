@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
+from pydantic import Field
 
 from palaver.actions import messages
-from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.settings import Limits
 
 router = APIRouter(prefix="/api/messages", tags=["messages"], route_class=StrictJsonRoute)
 
 
+MessageType = Literal["text", "image", "file", "tool_call", "tool_result"]
+MAX_CONTENT = Limits().maxMessageChars
+"""What the schema states: the default of `limits.maxMessageChars`; the setting in force
+governs, and the owner may raise or lower it."""
+
+
 class PostMessage(Body):
     channelId: str
-    content: str
-    type: str = "text"
-    metadata: dict[str, Any] | None = None
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_CONTENT,
+        json_schema_extra=NOT_BLANK,
+        description="At most `limits.maxMessageChars` characters (a setting, 32000 by default).",
+    )
+    type: MessageType = "text"
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Free-form; at most 16 KiB as compact JSON."
+    )
 
 
 @router.get("", responses=errors(404))
@@ -38,10 +53,16 @@ async def post_message(
     caller: Caller,
     svc: Svc,
     response: Response,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    idempotency_key: Annotated[str, Header(max_length=200)] = "",
 ) -> dict[str, Any]:
     message_id, headers = await messages.post(
-        svc, caller.user, body.channelId, body.content, body.type, body.metadata, idempotency_key
+        svc,
+        caller.user,
+        body.channelId,
+        body.content,
+        body.type,
+        body.metadata,
+        idempotency_key or None,
     )
     response.headers.update(headers)
     return {"id": message_id, "ok": True}

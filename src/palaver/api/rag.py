@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
 from palaver.actions import knowledge
-from palaver.api.deps import Body, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 
@@ -21,7 +21,7 @@ class DocumentChange(Body):
 
 class RagQuery(Body):
     agentId: str
-    query: str = Field(min_length=1, max_length=8000)
+    query: str = Field(min_length=1, max_length=8000, json_schema_extra=NOT_BLANK)
     topK: int = Field(default=5, ge=1, le=20)
 
 
@@ -36,7 +36,7 @@ class RagQuery(Body):
                         "type": "object",
                         "properties": {
                             "file": {"type": "string", "format": "binary"},
-                            "agentId": {"type": "string"},
+                            "agentId": {"type": "string", "minLength": 1},
                             "visibility": {"type": "string", "enum": ["owner", "members"]},
                         },
                         "required": ["file", "agentId"],
@@ -63,7 +63,9 @@ async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
 
 
 @router.get("/rag/documents", responses=errors(403, 404))
-async def list_documents(_: Owner, svc: Svc, agentId: Annotated[str, Query()]) -> dict[str, Any]:
+async def list_documents(
+    _: Owner, svc: Svc, agentId: Annotated[str, Query(min_length=1)]
+) -> dict[str, Any]:
     return {"documents": [d.as_json() for d in await svc.knowledge.documents(agentId)]}
 
 

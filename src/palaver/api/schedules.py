@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api/schedules", tags=["schedules"], route_class=Stri
 
 @router.get("", responses=errors(403, 404))
 async def list_schedules(
-    _: Owner, svc: Svc, agentId: Annotated[str | None, Query()] = None
+    _: Owner, svc: Svc, agentId: Annotated[str | None, Query(min_length=1)] = None
 ) -> dict[str, Any]:
     """Every schedule, or one agent's, oldest first, finished one-shots included."""
     async with svc.db.read() as conn:

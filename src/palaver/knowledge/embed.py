@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import numpy as np
 
-from palaver.errors import Invalid
+from palaver.errors import Conflict
 from palaver.knowledge.index.base import Space
 from palaver.llm.base import ProviderError
 from palaver.settings import ProviderConfig, Settings
@@ -255,17 +255,18 @@ class OpenAIEmbedder:
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder that `settings.embedding` names; raises Invalid for an unusable choice."""
+    """The embedder that `settings.embedding` names; raises Conflict for a choice that the
+    providers configured (or the local embedder's one model) cannot serve."""
     choice = settings.embedding
     if choice.provider == "local":
         if choice.model not in _LOCAL_ALIASES:
-            raise Invalid(f"The local embedder only has '{LOCAL_MODEL}'; got '{choice.model}'.")
+            raise Conflict(f"The local embedder only has '{LOCAL_MODEL}'; got '{choice.model}'.")
         return LocalEmbedder()
     provider = settings.providers.get(choice.provider)
     if provider is None:
-        raise Invalid(f"The embedding provider '{choice.provider}' is not configured.")
+        raise Conflict(f"The embedding provider '{choice.provider}' is not configured.")
     if provider.type != "openai":
-        raise Invalid(
+        raise Conflict(
             f"The embedding provider '{choice.provider}' must be of type 'openai', "
             f"not '{provider.type}'."
         )
