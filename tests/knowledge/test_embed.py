@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import numpy as np
 import pytest
 
-from palaver.errors import Invalid
+from palaver.errors import Conflict
 from palaver.knowledge.embed import (
     LocalEmbedder,
     OpenAIEmbedder,
@@ -117,5 +117,5 @@ def test_the_setting_chooses_the_embedder() -> None:
         },
     ]
     for settings in bad:
-        with pytest.raises(Invalid):
+        with pytest.raises(Conflict):
             make_embedder(Settings.model_validate(settings))
