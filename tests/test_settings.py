@@ -123,6 +123,22 @@ def test_credentials_in_urls_are_masked_and_kept_when_sent_back(
         _put(owner, {"webSearch": {"provider": None, "baseUrl": None}})
 
 
+def test_urls_in_mcp_command_arguments_are_masked_and_kept_when_sent_back(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    _, mcp = ids
+    password = unique("pw-")
+    args = ["-y", "server-postgres", f"postgresql://app:{password}@db.example/app"]
+    settings = _put(owner, {"mcpServers": {mcp: {"command": "npx", "args": args}}})
+    shown = settings["mcpServers"][mcp]["args"]
+    assert shown == ["-y", "server-postgres", f"postgresql://app:{MASK}@db.example/app"]
+    assert password not in json.dumps(owner.ok("GET", "/api/settings"), ensure_ascii=False)
+    _put(owner, {"mcpServers": {mcp: {"args": shown}}})
+    assert _stored(server)["mcpServers"][mcp]["args"] == args
+    _put(owner, {"mcpServers": {mcp: {"args": ["--other"]}}})
+    assert _stored(server)["mcpServers"][mcp]["args"] == ["--other"]
+
+
 def test_a_short_secret_shows_nothing_of_itself(owner: Api, ids: tuple[str, str]) -> None:
     provider, _ = ids
     settings = _put(owner, {"providers": {provider: {"type": "openai", "apiKey": "abc123"}}})

@@ -297,3 +297,22 @@ def test_a_form_without_a_file_answers_400(
     assert response.status_code == 400, response.text
     assert set(response.json()) == {"error"}
     assert _uploads(server) == before
+
+
+def test_a_name_that_draws_a_taken_tag_never_overwrites_the_other_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from palaver.actions import uploads
+
+    names = iter(["image-0000abcd.png", "image-0000abcd.png", "image-1111ef01.png"])
+    monkeypatch.setattr(uploads, "safe_name", lambda _: next(names))
+    folder = tmp_path / "2026-11"
+    folder.mkdir()
+    first, second = tmp_path / ".part-1", tmp_path / ".part-2"
+    first.write_bytes(b"first")
+    second.write_bytes(b"second")
+    assert uploads._place(first, folder, "image.png") == "image-0000abcd.png"
+    assert uploads._place(second, folder, "image.png") == "image-1111ef01.png"
+    assert (folder / "image-0000abcd.png").read_bytes() == b"first"
+    assert (folder / "image-1111ef01.png").read_bytes() == b"second"
+    assert not first.exists() and not second.exists()

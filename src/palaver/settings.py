@@ -196,7 +196,18 @@ def masked(settings: Settings) -> dict[str, Any]:
     return dict(_walk(raw, (), _mask_value))
 
 
+def _is_args_path(path: tuple[str, ...]) -> bool:
+    return len(path) == 3 and path[0] == "mcpServers" and path[2] == "args"
+
+
+def _mask_args(args: list[Any]) -> list[Any]:
+    """An MCP command's arguments often carry a connection URL (`postgresql://user:pw@...`)."""
+    return [mask_url(a) if isinstance(a, str) and "://" in a else a for a in args]
+
+
 def _mask_value(path: tuple[str, ...], value: Any) -> Any:
+    if _is_args_path(path) and isinstance(value, list):
+        return _mask_args(value)
     if _is_secret_path(path):
         return mask_secret(value)
     if _is_url_path(path) and isinstance(value, str):
@@ -228,6 +239,8 @@ def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
             else:
                 out[key] = value
         return out
+    if _is_args_path(path) and isinstance(patch, list) and isinstance(base, list):
+        return base if patch != base and patch == _mask_args(base) else patch
     if isinstance(patch, str) and isinstance(base, str) and patch != base:
         if _is_secret_path(path) and patch == mask_secret(base):
             return base

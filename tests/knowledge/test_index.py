@@ -42,9 +42,11 @@ async def put(
         await index.put(tx, agent, "memory", entries, stack(*seeds), space)
 
 
-async def add_document(db: Database, agent: str, doc_id: str, texts: list[str]) -> list[str]:
+async def add_document(
+    db: Database, agent: str, doc_id: str, texts: list[str], visibility: str = "owner"
+) -> list[str]:
     document = Document(
-        doc_id, agent, f"{doc_id}.md", "markdown", 1, None, len(texts), doc_id, utcnow()
+        doc_id, agent, f"{doc_id}.md", "markdown", 1, None, len(texts), doc_id, utcnow(), visibility
     )
     ids = [f"chunk_{doc_id}_{i}" for i in range(len(texts))]
     parts = [(ids[i], Chunk(i, t, ("Guide", f"Part {i}"), None, 10)) for i, t in enumerate(texts)]
@@ -282,3 +284,39 @@ async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
     assert [h.id for h in hits] == ["chunk_doc_a_1"], "'common' alone matches nothing useful"
     only_common = await index.text_search(AGENT, "common", 10)
     assert len(only_common) == 4, "when every term is common, the rarest one still searches"
+
+
+async def test_text_search_filters_visibility_before_its_limit(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    """Were the filter applied after the top 20, 25 private matches would crowd out the one
+    shared document, and a guest channel would get nothing."""
+    for n in range(25):
+        await add_document(db, AGENT, f"doc_private{n}", [f"zebra crossing notes number {n}"])
+    (shared,) = await add_document(
+        db, AGENT, "doc_shared", ["a zebra seen at the zoo"], visibility="members"
+    )
+    everything = await index.text_search(AGENT, "zebra", 20)
+    assert len(everything) == 20
+    members = await index.text_search(AGENT, "zebra", 20, visibility="members")
+    assert [hit.id for hit in members] == [shared]
+
+
+async def test_vector_search_by_visibility_follows_a_relabel_of_the_loaded_matrix(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    ids = [f"chunk_v_{n}" for n in range(1, 6)]
+    async with db.write() as tx:
+        await index.put(
+            tx, AGENT, "chunk", [Entry(i, type="owner") for i in ids], stack(1, 2, 3, 4, 5), SPACE
+        )
+    query = unit(3)
+    assert await index.vector_search(AGENT, "chunk", query, SPACE, 5, type="members") == []
+    assert len(await index.vector_search(AGENT, "chunk", query, SPACE, 5)) == 5, "loaded"
+    async with db.write() as tx:
+        await index.relabel(tx, AGENT, "chunk", [ids[2]], "members")
+    shared = await index.vector_search(AGENT, "chunk", query, SPACE, 5, type="members")
+    assert [hit.id for hit in shared] == [ids[2]]
+    async with db.write() as tx:
+        await index.relabel(tx, AGENT, "chunk", [ids[2]], "owner")
+    assert await index.vector_search(AGENT, "chunk", query, SPACE, 5, type="members") == []

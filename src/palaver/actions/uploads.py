@@ -48,14 +48,27 @@ def safe_name(client_name: str) -> str:
     return stem + tail
 
 
+def _place(received: Path, folder: Path, client_name: str) -> str:
+    """Give the received file a name of its own in `folder`: a hard link fails rather than
+    replace a file that drew the same random tag, where a rename would overwrite it."""
+    for _ in range(8):
+        name = safe_name(client_name)
+        try:
+            os.link(received, folder / name)
+        except FileExistsError:
+            continue
+        os.unlink(received)
+        return name
+    raise RuntimeError("no free name for an upload after 8 tries")
+
+
 async def store(svc: Services, user: User, upload: UploadedFile) -> str:
     """Move a received file to its month's folder, record its uploader, answer its URL path."""
     now = utcnow()
     month = now.strftime("%Y-%m")
     folder = svc.config.uploads_dir / month
     await anyio.Path(folder).mkdir(parents=True, exist_ok=True)
-    name = safe_name(upload.filename)
-    await anyio.to_thread.run_sync(os.replace, upload.path, folder / name)
+    name = await anyio.to_thread.run_sync(_place, upload.path, folder, upload.filename)
     async with svc.db.write() as tx:
         await uploads_store.record_upload(tx.conn, f"{month}/{name}", user.id, now)
     return f"/uploads/{month}/{quote(name)}"

@@ -38,11 +38,13 @@ async def anyone_embeds(db: Database) -> bool:
 async def warm_up(db: Database, embedder: CurrentEmbedder) -> None:
     """Load the local model now if any agent will need it; a remote embedder needs nothing."""
     current = embedder()
-    if not isinstance(current, LocalEmbedder) or not await anyone_embeds(db):
+    if not isinstance(current, LocalEmbedder):
         return
-    log.info("loading the embedding model in the background for memory and knowledge")
-    started = time.monotonic()
     try:
+        if not await anyone_embeds(db):
+            return
+        log.info("loading the embedding model in the background for memory and knowledge")
+        started = time.monotonic()
         await anyio.to_thread.run_sync(current.load)
     except Exception:
         log.exception("the embedding model could not be loaded; it will be tried on first use")
