@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from palaver.actions import chains
-from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
-from palaver.api.messages import MAX_CONTENT
+from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.messages import CONTENT_SCHEMA
 from palaver.api.routing import StrictJsonRoute
 
 router = APIRouter(prefix="/api/chains", tags=["chains"], route_class=StrictJsonRoute)
@@ -21,7 +21,7 @@ class StartChain(Body):
         min_length=1,
         description="Members of the channel, in order; at most `agents.maxChainSteps`.",
     )
-    content: str = Field(min_length=1, max_length=MAX_CONTENT, json_schema_extra=NOT_BLANK)
+    content: str = Field(min_length=1, json_schema_extra=CONTENT_SCHEMA)
 
 
 @router.post("", responses=errors(404, 429))

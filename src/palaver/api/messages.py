@@ -17,16 +17,16 @@ router = APIRouter(prefix="/api/messages", tags=["messages"], route_class=Strict
 
 MessageType = Literal["text", "image", "file", "tool_call", "tool_result"]
 MAX_CONTENT = Limits().maxMessageChars
-"""What the schema states: the default of `limits.maxMessageChars`; the setting in force
-governs, and the owner may raise or lower it."""
+"""What the schema states: the default of `limits.maxMessageChars`. The setting in force
+governs, checked by the action, so a model-level cap must not stand in for it."""
+CONTENT_SCHEMA = {**NOT_BLANK, "maxLength": MAX_CONTENT}
 
 
 class PostMessage(Body):
     channelId: str
     content: str = Field(
         min_length=1,
-        max_length=MAX_CONTENT,
-        json_schema_extra=NOT_BLANK,
+        json_schema_extra=CONTENT_SCHEMA,
         description="At most `limits.maxMessageChars` characters (a setting, 32000 by default).",
     )
     type: MessageType = "text"
