@@ -26,11 +26,13 @@ from palaver.api import (
     channels,
     memories,
     messages,
+    people,
     rag,
     replies,
     schedules,
     tools,
     uploads,
+    web_client,
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
@@ -134,18 +136,20 @@ def create_app(config: Config) -> FastAPI:
         title="Palaver",
         version="0.1.0",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(web_client.SecurityHeaders)
     for router in (
         auth_api.router,
         messages.router,
         agents.router,
         channels.router,
+        people.router,
         admin.router,
         uploads.router,
         replies.router,
@@ -155,6 +159,7 @@ def create_app(config: Config) -> FastAPI:
         schedules.router,
         tools.router,
         ws.router,
+        web_client.build_router(),
     ):
         app.include_router(router)
     return app
