@@ -59,7 +59,7 @@ purify.addHook("afterSanitizeAttributes", (node) => {
   if (node.hasAttribute("class")) {
     const kept = (node.getAttribute("class") ?? "")
       .split(/\s+/)
-      .filter((c) => /^(language-[\w+-]+|md-img-blocked)$/.test(c));
+      .filter((c) => /^(language-[\w+-]+|md-img-blocked|hljs(-[\w-]+)?)$/.test(c));
     if (kept.length) node.setAttribute("class", kept.join(" "));
     else node.removeAttribute("class");
   }
