@@ -60,13 +60,18 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
   }
   const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers["content-type"] = "application/json";
-  const response = await fetch(url, {
-    method: options.method ?? "GET",
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    credentials: "same-origin",
-    signal: options.signal,
-  });
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      credentials: "same-origin",
+      signal: options.signal,
+    });
+  } catch {
+    throw new ApiError(0, "The server could not be reached.", null);
+  }
   if (!response.ok) {
     const error = await failure(response);
     if (response.status === 401 && path !== "/api/login") onUnauthenticated();
