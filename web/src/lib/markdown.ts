@@ -1,6 +1,6 @@
 /**
- * The one way text from people and agents becomes HTML: Markdown through `marked`, then
- * DOMPurify with an allow-list that keeps formatting and drops anything active. Nothing in a
+ * The one way text from people and agents becomes HTML: Markdown through `marked` (raw HTML
+ * escaped to text), then DOMPurify with an allow-list that keeps formatting and drops anything active. Nothing in a
  * message may run script or load from another host: no <script>, no event handlers, no
  * `javascript:` or `data:` links, no SVG or MathML, no <img> that is not one of our uploads, no
  * style attributes, no forms or frames. The page's CSP is the second wall behind this one.
@@ -9,6 +9,15 @@ import DOMPurify from "dompurify";
 import { Marked } from "marked";
 
 const marked = new Marked({ gfm: true, breaks: true, async: false });
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// Raw HTML in a message is shown as the text it is, never parsed: chat is Markdown, and a tag
+// that never becomes an element cannot carry a handler (the browser would report even a
+// blocked one as a CSP violation while the sanitizer parses it).
+marked.use({ renderer: { html: ({ text }) => escapeHtml(text) } });
 
 const ALLOWED_TAGS = [
   "a", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
