@@ -26,6 +26,8 @@ export default ts.config(
   {
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      // Plain Maps and Dates are deliberate here: caches and timestamps that must not render.
+      "svelte/prefer-svelte-reactivity": "off",
     },
   },
 );
