@@ -44,7 +44,8 @@ function isToolRecord(m: Message): boolean {
   return m.type === "tool_call" || m.type === "tool_result";
 }
 
-function fromMessage(m: Message): Item {
+/** A message's fields as an item's; `reactive` makes the one live object a row renders. */
+function fields(m: Message): Item {
   return {
     ...m,
     streaming: false,
@@ -53,6 +54,16 @@ function fromMessage(m: Message): Item {
     interrupted: m.metadata.interrupted === true,
     tools: [],
   };
+}
+
+/**
+ * Each item is its own deep reactive object (streamed text and tool cards change in place),
+ * while the list holding them is a plain array replaced on change: a 10,000-item reactive
+ * array would turn one page of older messages into 10,000 signal writes.
+ */
+function reactive(item: Item): Item {
+  const live = $state(item);
+  return live;
 }
 
 /** Binary search: the index of the first item whose id is not less than `id`. */
@@ -69,7 +80,7 @@ function lowerBound(items: { id: string }[], id: string): number {
 
 export class Timeline {
   readonly channelId: string;
-  items = $state<Item[]>([]);
+  items = $state.raw<Item[]>([]);
   loaded = $state(false);
   loadingOlder = $state(false);
   hasOlder = $state(true);
@@ -147,17 +158,20 @@ export class Timeline {
       if (isToolRecord(m)) continue;
       const known = this.find(m.id);
       if (known) this.settle(known, m);
-      else fresh.push(fromMessage(m));
+      else fresh.push(reactive(fields(m)));
     }
     if (fresh.length) {
       fresh.sort((a, b) => (a.id < b.id ? -1 : 1));
       const first = fresh[0].id;
-      if (this.items.length === 0 || first > this.items[this.items.length - 1].id) {
-        this.items.push(...fresh);
-      } else if (fresh[fresh.length - 1].id < this.items[0].id) {
-        this.items.unshift(...fresh);
+      const items = this.items;
+      if (items.length === 0 || first > items[items.length - 1].id) {
+        this.items = items.concat(fresh);
+      } else if (fresh[fresh.length - 1].id < items[0].id) {
+        this.items = fresh.concat(items);
       } else {
-        for (const item of fresh) this.items.splice(lowerBound(this.items, item.id), 0, item);
+        const next = items.slice();
+        for (const item of fresh) next.splice(lowerBound(next, item.id), 0, item);
+        this.items = next;
       }
     }
     for (const m of messages) if (isToolRecord(m)) this.attachTool(m);
@@ -167,7 +181,7 @@ export class Timeline {
   private settle(item: Item, m: Message): void {
     this.pending.delete(m.id);
     this.seqs.delete(m.id);
-    Object.assign(item, fromMessage(m), { tools: item.tools });
+    Object.assign(item, fields(m), { tools: item.tools });
   }
 
   private adoptOrphans(item: Item): void {
@@ -221,7 +235,7 @@ export class Timeline {
           known.content = "";
           break;
         }
-        const item: Item = {
+        const item: Item = reactive({
           id: messageId,
           channelId: this.channelId,
           agentId,
@@ -235,8 +249,10 @@ export class Timeline {
           cancelled: false,
           interrupted: false,
           tools: [],
-        };
-        this.items.splice(lowerBound(this.items, messageId), 0, item);
+        });
+        const next = this.items.slice();
+        next.splice(lowerBound(next, messageId), 0, item);
+        this.items = next;
         this.adoptOrphans(this.find(messageId)!);
         break;
       }
