@@ -74,7 +74,39 @@ purify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+/** Text with nothing Markdown would act on: most chat lines. */
+const PLAIN = /^[^*_`#[\]<>!|~\\&:=+-]*$/;
+const CACHE_SIZE = 2000;
+const cache = new Map<string, string>();
+
+/**
+ * Sanitized HTML for a message. Plain text skips the parser (escaped, paragraphs and line
+ * breaks kept), and results are cached, so scrolling back through thousands of rows does not
+ * parse each one again.
+ */
 export function renderMarkdown(source: string): string {
+  let html = cache.get(source);
+  if (html === undefined) {
+    html = isPlain(source) ? plain(source) : parse(source);
+    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(source, html);
+  }
+  return html;
+}
+
+/** No Markdown syntax, no numbered list, nothing GFM would turn into a link. */
+function isPlain(source: string): boolean {
+  return PLAIN.test(source) && !/^\s*\d+[.)]\s|www\.|\S@\S+\.\S/im.test(source);
+}
+
+function plain(source: string): string {
+  return source
+    .split(/\n{2,}/)
+    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, "<br>")}</p>`)
+    .join("");
+}
+
+function parse(source: string): string {
   const html = marked.parse(source) as string;
   return purify.sanitize(html, {
     ALLOWED_TAGS,

@@ -7,6 +7,8 @@ import { session } from "./session.svelte";
 class Chains {
   byChannel = $state<Record<string, Chain | null>>({});
   private chainChannel = new Map<string, string>();
+  /** The newest `collab_status` of each chain: laid over fetched chains, which may be older. */
+  private latest = new Map<string, ChainStatusEvent>();
   private loadedFor = new Set<string>();
 
   constructor() {
@@ -35,10 +37,11 @@ class Chains {
 
   /** `collab_status` names no channel: the chain is fetched once to learn it, and its steps. */
   private async follow(status: ChainStatusEvent): Promise<void> {
+    this.latest.set(status.chainId, status);
     let channelId = this.chainChannel.get(status.chainId);
     if (channelId === undefined) {
       try {
-        const chain = await api.chain(status.chainId);
+        const chain = this.overlay(await api.chain(status.chainId));
         channelId = chain.channelId;
         this.chainChannel.set(chain.id, channelId);
         this.byChannel[channelId] = chain;
@@ -48,6 +51,17 @@ class Chains {
     }
     const chain = this.byChannel[channelId];
     if (chain && chain.id === status.chainId) {
+      this.overlay(chain);
+      if (chain.steps.length !== status.totalSteps) void this.refresh(chain.id, channelId);
+    } else {
+      void this.refresh(status.chainId, channelId);
+    }
+  }
+
+  /** Put the newest status event of the chain over what a fetch answered. */
+  private overlay(chain: Chain): Chain {
+    const status = this.latest.get(chain.id);
+    if (status) {
       Object.assign(chain, {
         status: status.status,
         step: status.step,
@@ -56,15 +70,13 @@ class Chains {
         reason: status.reason ?? null,
         requested: null,
       });
-      if (chain.steps.length !== status.totalSteps) void this.refresh(chain.id, channelId);
-    } else {
-      void this.refresh(status.chainId, channelId);
     }
+    return chain;
   }
 
   private async refresh(chainId: string, channelId: string): Promise<void> {
     try {
-      this.byChannel[channelId] = await api.chain(chainId);
+      this.byChannel[channelId] = this.overlay(await api.chain(chainId));
     } catch {
       // gone or not visible: leave the strip as it was
     }
@@ -73,10 +85,10 @@ class Chains {
   async steer(chain: Chain, action: "pause" | "resume" | "cancel"): Promise<void> {
     const updated = await api.steerChain(chain.id, action);
     const current = this.byChannel[updated.channelId];
-    if (current && current.id === updated.id) {
-      // A request (pause, cancel) waits for the running step; the status events follow.
+    if (current && current.id === updated.id && current.status === "running") {
+      // A request (pause, cancel) waits for the running step. The status itself comes from
+      // the events, which may already be newer than this answer.
       current.requested = updated.requested;
-      current.status = updated.status;
     }
   }
 
@@ -87,6 +99,7 @@ class Chains {
   reset(): void {
     this.byChannel = {};
     this.chainChannel.clear();
+    this.latest.clear();
     this.loadedFor.clear();
   }
 }
