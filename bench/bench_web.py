@@ -129,11 +129,17 @@ def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any
     most_nodes = 0
     steps = 0
     started = time.perf_counter()
-    while not page.get_by_text("This is the beginning of the channel.").is_visible():
-        page.mouse.move(640, 400)
+    page.mouse.move(640, 400)
+    at_start = False
+    while not at_start:
         page.mouse.wheel(0, -WHEEL_PX)
         page.wait_for_timeout(16)
-        most_nodes = max(most_nodes, page.locator("article").count())
+        # One small query a step: the benchmark's own probing must not be what it measures.
+        nodes, at_start = page.evaluate(
+            "() => [document.getElementsByTagName('article').length,"
+            " !!document.querySelector('.start:not(.hidden)')]"
+        )
+        most_nodes = max(most_nodes, nodes)
         steps += 1
         if time.perf_counter() - started > 600:
             raise TimeoutError("did not reach the first message in 10 minutes")
