@@ -27,11 +27,13 @@ from palaver.api import (
     debug,
     memories,
     messages,
+    people,
     rag,
     replies,
     schedules,
     tools,
     uploads,
+    web_client,
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
@@ -150,19 +152,21 @@ def create_app(config: Config) -> FastAPI:
         title="Palaver",
         version="0.1.0",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(web_client.SecurityHeaders)
     app.add_middleware(HostGuard, allowed=svc.hosts)
     for router in (
         auth_api.router,
         messages.router,
         agents.router,
         channels.router,
+        people.router,
         admin.router,
         uploads.router,
         replies.router,
@@ -172,6 +176,7 @@ def create_app(config: Config) -> FastAPI:
         schedules.router,
         tools.router,
         ws.router,
+        web_client.build_router(),
     ):
         app.include_router(router)
     if config.debug_hooks:

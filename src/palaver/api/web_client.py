@@ -1,0 +1,185 @@
+"""The browser client and the API docs, served by the service itself and usable offline.
+
+Every GET outside /api, /ws and /uploads answers index.html, so a deep link such as
+`/c/<channel>` loads the page and the client's router takes over. The build's file names carry
+a content hash, so they are cached for a year; index.html is `no-cache`, so a new version is
+picked up at the next load. The files are read (and gzipped) once at start-up: the client is a
+few hundred kilobytes, and the event loop then never touches the disk for it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import mimetypes
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import APIRouter, Request, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from palaver.errors import NotFound
+
+DIST = Path(__file__).resolve().parent.parent / "web" / "dist"
+RESERVED = ("/api/", "/uploads/")
+IMMUTABLE = "public, max-age=31536000, immutable"
+_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
+_COMPRESSIBLE = (".js", ".css", ".html", ".svg", ".json", ".map", ".txt")
+
+DOCS_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+DOCS_HTML = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Palaver API</title>
+<link rel="stylesheet" href="/api/docs/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui" data-url="/api/openapi.json"></div>
+<script src="/api/docs/swagger-ui-bundle.js"></script>
+<script src="/api/docs/init.js"></script>
+</body>
+</html>
+"""
+DOCS_INIT = """window.ui = SwaggerUIBundle({
+  url: document.getElementById("swagger-ui").dataset.url,
+  dom_id: "#swagger-ui",
+  deepLinking: true,
+  withCredentials: true,
+});
+"""
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: bytes
+    gzipped: bytes | None
+    media_type: str
+    etag: str
+
+
+def _asset(body: bytes, name: str) -> Asset:
+    media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if media_type.startswith("text/") or media_type in ("application/javascript", "image/svg+xml"):
+        media_type += "; charset=utf-8"
+    packed = gzip.compress(body, 9, mtime=0) if name.endswith(_COMPRESSIBLE) else None
+    if packed is not None and len(packed) >= len(body):
+        packed = None
+    return Asset(body, packed, media_type, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+
+
+def _load(folder: Path) -> dict[str, Asset]:
+    if not folder.is_dir():
+        return {}
+    return {
+        "/" + path.relative_to(folder).as_posix(): _asset(path.read_bytes(), path.name)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _swagger_assets() -> dict[str, Asset]:
+    """Swagger UI from the `swagger-ui-bundle` package: the docs need no CDN."""
+    assets = {"/init.js": _asset(DOCS_INIT.encode(), "init.js")}
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return assets
+    folder = Path(swagger_ui_bundle.swagger_ui_path)
+    for name in ("swagger-ui.css", "swagger-ui-bundle.js"):
+        assets["/" + name] = _asset((folder / name).read_bytes(), name)
+    return assets
+
+
+def page_csp(host: str) -> str:
+    """No inline script, nothing from another host; the socket is named for older browsers
+    that do not count ws: as 'self'."""
+    sockets = f" ws://{host} wss://{host}" if _HOST.match(host) else ""
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        f"font-src 'self'; connect-src 'self'{sockets}; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+def _serve(request: Request, asset: Asset, cache: str, csp: str | None = None) -> Response:
+    headers = {"Cache-Control": cache, "ETag": asset.etag, "Vary": "Accept-Encoding"}
+    if csp is not None:
+        headers["Content-Security-Policy"] = csp
+    if request.headers.get("if-none-match") == asset.etag:
+        return Response(status_code=304, headers=headers)
+    body = asset.body
+    if asset.gzipped is not None and "gzip" in request.headers.get("accept-encoding", ""):
+        body = asset.gzipped
+        headers["Content-Encoding"] = "gzip"
+    return Response(body, headers=headers, media_type=asset.media_type)
+
+
+def build_router(dist: Path = DIST) -> APIRouter:
+    """Read the client build and the docs assets now (at start-up, off the event loop)."""
+    files = _load(dist)
+    docs = _swagger_assets()
+    docs_page = _asset(DOCS_HTML.encode(), "docs.html")
+    missing = _asset(
+        b"<!doctype html><title>Palaver</title><p>The web client is not built: "
+        b"run <code>npm ci &amp;&amp; npm run build</code> in web/.</p>",
+        "index.html",
+    )
+    index = files.get("/index.html", missing)
+    router = APIRouter(include_in_schema=False)
+
+    @router.api_route("/api/docs", methods=["GET", "HEAD"])
+    async def api_docs(request: Request) -> Response:
+        return _serve(request, docs_page, "no-cache", DOCS_CSP)
+
+    @router.api_route("/api/docs/{name}", methods=["GET", "HEAD"])
+    async def api_docs_asset(name: str, request: Request) -> Response:
+        asset = docs.get("/" + name)
+        if asset is None:
+            raise NotFound("There is nothing at this address.")
+        return _serve(request, asset, "public, max-age=86400")
+
+    @router.api_route("/{path:path}", methods=["GET", "HEAD"])
+    async def page(path: str, request: Request) -> Response:
+        url_path = "/" + path
+        if url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads"):
+            raise NotFound("There is nothing at this address.")
+        asset = files.get(url_path)
+        if asset is not None and url_path != "/index.html":
+            hashed = url_path.startswith("/assets/")
+            return _serve(request, asset, IMMUTABLE if hashed else "public, max-age=3600")
+        return _serve(request, index, "no-cache", page_csp(request.headers.get("host", "")))
+
+    return router
+
+
+class SecurityHeaders:
+    """`nosniff` and a same-origin referrer on every HTTP answer, API and uploads included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                for name, value in (
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                ):
+                    if name not in present:
+                        headers.append((name, value))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

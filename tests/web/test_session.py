@@ -1,0 +1,161 @@
+"""Logging in and out, the sidebar, new channels, and messages arriving in another browser."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.support import Api, Guest, Server, post, unique
+from tests.web.conftest import Browse, agent, channel, log_in, open_channel
+
+
+def test_the_page_is_served_at_the_root_and_at_deep_links(web_server: Server) -> None:
+    with web_server.client() as anonymous:
+        for path in ("/", "/c/ch_missing", "/some/deep/link"):
+            response = anonymous.get(path)
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/html")
+            assert response.headers["cache-control"] == "no-cache"
+            csp = response.headers["content-security-policy"]
+            assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
+            assert "unsafe-inline" not in csp.split("style-src")[0]
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert response.headers["referrer-policy"] == "same-origin"
+            assert '<div id="app">' in response.text
+
+
+def test_hashed_assets_are_cached_for_good_and_reserved_paths_are_not_the_page(
+    web_server: Server,
+) -> None:
+    with web_server.client() as anonymous:
+        page = anonymous.get("/").text
+        script = page.split('src="', 1)[1].split('"', 1)[0]
+        assert script.startswith("/assets/")
+        asset = anonymous.get(script, headers={"accept-encoding": "gzip"})
+        assert asset.status_code == 200
+        assert asset.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert asset.headers["content-encoding"] == "gzip"
+        again = anonymous.get(script, headers={"if-none-match": asset.headers["etag"]})
+        assert again.status_code == 304
+        for path in ("/api/nothing", "/uploads/2020-01/none.png", "/ws", "/api"):
+            response = anonymous.get(path)
+            assert response.status_code in (401, 404), path
+            assert "error" in response.json()
+
+
+def test_the_api_docs_need_no_network(web_server: Server) -> None:
+    with web_server.client() as anonymous:
+        page = anonymous.get("/api/docs")
+        assert page.status_code == 200
+        assert "http" not in page.text.replace("/api/openapi.json", "")
+        for src in ("/api/docs/swagger-ui-bundle.js", "/api/docs/swagger-ui.css"):
+            assert anonymous.get(src).status_code == 200
+
+
+def test_a_wrong_password_shows_the_servers_error_then_the_owner_logs_in_and_out(
+    browse: Browse, web_server: Server
+) -> None:
+    page = browse.page()
+    page.goto("/")
+    expect(page).to_have_url(f"{web_server.base_url}/login")
+    page.get_by_label("Password or guest key").fill("not-the-password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_have_text("Wrong password.")
+    page.get_by_label("Password or guest key").fill(web_server.owner_key)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("navigation", name="Channels")).to_be_visible()
+    assert page.evaluate("document.cookie") == "", "the session cookie is HttpOnly"
+    assert page.evaluate("JSON.stringify(localStorage)").find("session") == -1
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_label("Password or guest key")).to_be_visible()
+    page.goto("/")
+    expect(page).to_have_url(f"{web_server.base_url}/login")
+
+
+def test_too_many_failed_logins_show_when_to_try_again(
+    browse: Browse, fresh_server: Server
+) -> None:
+    fresh_server.start()
+    page = browse.page(server=fresh_server)
+    page.goto("/login")
+    for _ in range(10):
+        page.get_by_label("Password or guest key").fill("wrong")
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_role("alert")).to_be_visible()
+    page.get_by_label("Password or guest key").fill("wrong again")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_contain_text("Try again in")
+    expect(page.get_by_role("button", name="Log in")).to_be_disabled()
+
+
+def test_the_owner_creates_a_channel_with_an_agent_and_a_guest(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    helper = agent(web_owner, name=unique("Helper"), avatar="🦉")
+    with Guest(web_server, web_owner, name=unique("Gwen ")) as guest:
+        page = browse.page()
+        log_in(page, web_server.owner_key)
+        page.get_by_role("button", name="New channel").first.click()
+        dialog = page.get_by_role("dialog", name="New channel")
+        name = unique("plans-")
+        dialog.get_by_label("Name").fill(name)
+        dialog.get_by_label(helper["name"]).check()
+        dialog.get_by_label(guest.user["name"]).check()
+        dialog.get_by_role("button", name="Create channel").click()
+        expect(dialog).to_be_hidden()
+        expect(page.get_by_role("heading", level=1)).to_have_text(name)
+        created = next(
+            c for c in web_owner.ok("GET", "/api/channels")["channels"] if c["name"] == name
+        )
+        assert created["agentIds"] == [helper["id"]]
+        assert guest.id in created["memberIds"]
+        expect(page).to_have_url(f"{web_server.base_url}/c/{created['id']}")
+        expect(page.get_by_role("link", name=name)).to_have_attribute("aria-current", "page")
+
+
+def test_a_message_posted_in_one_browser_arrives_in_another_and_unread_counts_move(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    room = channel(web_owner, [], name=unique("aa-talk-"))
+    other = channel(web_owner, [], name=unique("aa-other-"))
+    with Guest(web_server, web_owner, name=unique("Vera ")) as guest:
+        web_owner.ok("POST", f"/api/channels/{room['id']}/members", json={"userIds": [guest.id]})
+        web_owner.ok("POST", f"/api/channels/{other['id']}/members", json={"userIds": [guest.id]})
+        writer = browse.page()
+        open_channel(writer, web_server, room["id"])
+        reader = browse.page()
+        open_channel(reader, web_server, other["id"], password=guest.key)
+
+        box = writer.get_by_role("textbox", name="Message")
+        box.fill("Hello **there**")
+        box.press("Shift+Enter")
+        box.type("second line")
+        box.press("Enter")
+        expect(box).to_have_value("")
+        mine = writer.locator("article", has_text="second line")
+        expect(mine).to_have_count(1)
+        expect(mine.locator("strong")).to_have_text("there")
+
+        link = reader.get_by_role("link", name=room["name"])
+        expect(link).to_contain_text("1")
+        link.click()
+        arrived = reader.locator("article", has_text="second line")
+        expect(arrived).to_have_count(1)
+        expect(arrived).to_contain_text("Owner")
+        expect(link).not_to_contain_text("unread")
+
+        post(guest.api, room["id"], "a reply from the guest")
+        expect(writer.locator("article", has_text="a reply from the guest")).to_contain_text(
+            guest.user["name"]
+        )
+
+
+def test_a_draft_stays_with_its_channel(browse: Browse, web_server: Server, web_owner: Api) -> None:
+    first = channel(web_owner, [], name=unique("ab-first-"))
+    second = channel(web_owner, [], name=unique("ab-second-"))
+    page = browse.page()
+    open_channel(page, web_server, first["id"])
+    page.get_by_role("textbox", name="Message").fill("half a thought")
+    page.get_by_role("link", name=second["name"]).click()
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("")
+    page.get_by_role("link", name=first["name"]).click()
+    expect(page.get_by_role("textbox", name="Message")).to_have_value("half a thought")

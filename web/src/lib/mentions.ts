@@ -1,0 +1,86 @@
+/**
+ * Mentions as the server's parser reads them (src/palaver/agents/mentions.py): `@Name` matches
+ * a member agent's name ignoring case (case-folded), longest name first; a mention ends at a
+ * non-word character; an `@` right after a word character is plain text.
+ */
+import type { Agent } from "./types";
+
+const WORD = /[\p{L}\p{N}\p{M}_]/u;
+
+export function isWord(ch: string | undefined): boolean {
+  return ch !== undefined && WORD.test(ch);
+}
+
+/** Unicode case folding, close enough to Python's casefold for names (ß folds to ss). */
+export function fold(text: string): string {
+  return text.toLowerCase().replace(/ß/g, "ss").replace(/ς/g, "σ");
+}
+
+export interface MentionQuery {
+  /** Index of the `@`. */
+  start: number;
+  /** What is typed after the `@`, up to the caret. */
+  text: string;
+}
+
+/** The mention being typed at the caret, if the caret is inside one. */
+export function mentionAt(content: string, caret: number): MentionQuery | null {
+  const at = content.lastIndexOf("@", caret - 1);
+  if (at === -1) return null;
+  if (isWord(content[at - 1])) return null;
+  const text = content.slice(at + 1, caret);
+  if (text.includes("\n") || text.length > 64) return null;
+  return { start: at, text };
+}
+
+/**
+ * Agents a partial mention may still become: their folded name starts with the folded text.
+ * Names with spaces stay candidates while the typed text matches their beginning.
+ */
+export function candidates(agents: Agent[], typed: string): Agent[] {
+  const want = fold(typed);
+  return agents
+    .filter((a) => fold(a.name).startsWith(want) || a.id.startsWith(typed))
+    .sort((a, b) => {
+      const exact = Number(fold(b.name) === want) - Number(fold(a.name) === want);
+      return exact || a.name.localeCompare(b.name);
+    });
+}
+
+/** Member agents the text mentions, in order of first mention (as the server decides). */
+export function mentioned(content: string, members: Agent[]): Agent[] {
+  const byLength = [...members].sort((a, b) => b.name.length - a.name.length);
+  const found: Agent[] = [];
+  let i = content.indexOf("@");
+  while (i !== -1) {
+    const start = i + 1;
+    if (!(i > 0 && isWord(content[i - 1]))) {
+      const match = matchId(content, start, members) ?? matchName(content, start, byLength);
+      if (match && !found.includes(match)) found.push(match);
+    }
+    i = content.indexOf("@", start);
+  }
+  return found;
+}
+
+function matchId(content: string, start: number, members: Agent[]): Agent | null {
+  if (!content.startsWith("agent_", start)) return null;
+  let end = start;
+  while (end < content.length && isWord(content[end])) end += 1;
+  const id = content.slice(start, end);
+  return members.find((a) => a.id === id) ?? null;
+}
+
+function matchName(content: string, start: number, agents: Agent[]): Agent | null {
+  for (const agent of agents) {
+    const name = fold(agent.name);
+    let folded = "";
+    let end = start;
+    while (end < content.length && folded.length < name.length) {
+      folded += fold(content[end]);
+      end += 1;
+    }
+    if (folded === name && !isWord(content[end])) return agent;
+  }
+  return null;
+}

@@ -1,0 +1,55 @@
+/**
+ * A small history router. Routes are patterns like `/c/:channelId`; the server answers
+ * index.html for every path outside /api, /ws and /uploads, so deep links load the page and
+ * land here. Part 2's screens register more routes in `routes` below.
+ */
+
+export interface Route {
+  name: string;
+  params: Record<string, string>;
+}
+
+const patterns: [string, string][] = [
+  ["login", "/login"],
+  ["channel", "/c/:channelId"],
+  ["home", "/"],
+];
+
+function match(path: string): Route {
+  const parts = path.split("/").filter(Boolean);
+  for (const [name, pattern] of patterns) {
+    const want = pattern.split("/").filter(Boolean);
+    if (want.length !== parts.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    want.forEach((segment, i) => {
+      if (segment.startsWith(":")) params[segment.slice(1)] = decodeURIComponent(parts[i]);
+      else if (segment !== parts[i]) ok = false;
+    });
+    if (ok) return { name, params };
+  }
+  return { name: "notFound", params: {} };
+}
+
+class Router {
+  route = $state<Route>(match(location.pathname));
+
+  constructor() {
+    window.addEventListener("popstate", () => {
+      this.route = match(location.pathname);
+    });
+  }
+
+  go(path: string, replace = false): void {
+    if (path === location.pathname) return;
+    if (replace) history.replaceState(null, "", path);
+    else history.pushState(null, "", path);
+    this.route = match(path);
+  }
+}
+
+export const router = new Router();
+
+export function channelPath(channelId: string): string {
+  return `/c/${encodeURIComponent(channelId)}`;
+}

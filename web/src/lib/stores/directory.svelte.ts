@@ -1,0 +1,49 @@
+/** Agents and people by id: what the page needs to put a name and an avatar on a message. */
+import { api } from "../api";
+import type { Agent, User } from "../types";
+import { session } from "./session.svelte";
+
+class Directory {
+  agents = $state<Record<string, Agent>>({});
+  people = $state<Record<string, User>>({});
+  agentsLoaded = $state(false);
+  private peopleOf = new Set<string>();
+
+  agentList(ids?: string[]): Agent[] {
+    const all = ids ? ids.map((id) => this.agents[id]).filter(Boolean) : Object.values(this.agents);
+    return all.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async loadAgents(): Promise<void> {
+    const list = await api.agents();
+    this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
+    this.agentsLoaded = true;
+  }
+
+  /** The people of a channel; once per channel, again after `refreshPeople`. */
+  async loadPeople(channelId: string): Promise<void> {
+    if (this.peopleOf.has(channelId)) return;
+    this.peopleOf.add(channelId);
+    try {
+      for (const user of await api.people(channelId)) this.people[user.id] = user;
+    } catch {
+      this.peopleOf.delete(channelId);
+    }
+  }
+
+  personName(userId: string | null): string {
+    if (userId === null) return "Schedule";
+    if (userId === session.user?.id) return session.user.name;
+    return this.people[userId]?.name ?? "Someone";
+  }
+
+  reset(): void {
+    this.agents = {};
+    this.people = {};
+    this.agentsLoaded = false;
+    this.peopleOf.clear();
+  }
+}
+
+export const directory = new Directory();
+session.onReset(() => directory.reset());

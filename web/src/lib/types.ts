@@ -1,0 +1,102 @@
+/** The records the API answers, as the server's `as_json` shapes them. */
+
+export type Role = "owner" | "guest";
+
+export interface User {
+  id: string;
+  name: string;
+  role: Role;
+  createdAt: string;
+}
+
+export interface Agent {
+  id: string;
+  name: string;
+  avatar: string;
+  description: string;
+  model: string;
+  tools: string[];
+  status: string;
+}
+
+export interface Channel {
+  id: string;
+  name: string;
+  type: "dm" | "group";
+  agentIds: string[];
+  memberIds: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type MessageType = "text" | "image" | "file" | "tool_call" | "tool_result";
+
+export interface Message {
+  id: string;
+  channelId: string;
+  agentId: string | null;
+  userId: string | null;
+  content: string;
+  type: MessageType;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+}
+
+export type ChainStatus = "running" | "paused" | "completed" | "error";
+
+export interface ChainStep {
+  step: number;
+  agentId: string;
+  source: string;
+  status: string;
+  messageId: string | null;
+}
+
+export interface Chain {
+  id: string;
+  channelId: string;
+  status: ChainStatus;
+  reason: string | null;
+  requested: string | null;
+  currentAgent: string | null;
+  step: number;
+  totalSteps: number;
+  steps: ChainStep[];
+}
+
+/** What `collab_status` carries. */
+export interface ChainStatusEvent {
+  chainId: string;
+  currentAgent: string | null;
+  step: number;
+  totalSteps: number;
+  status: ChainStatus;
+  reason?: string;
+}
+
+export type ToolStatus = "calling" | "completed" | "error";
+
+export type ServerEvent =
+  | { type: "auth_ok"; userId: string }
+  | { type: "pong" }
+  | { type: "subscribed"; data: { channelId: string } }
+  | { type: "unsubscribed"; data: { channelId: string } }
+  | { type: "message"; data: Message }
+  | { type: "stream_start"; data: { messageId: string; channelId: string; agentId: string } }
+  | { type: "stream_chunk"; data: { messageId: string; content: string; seq?: number } }
+  | {
+      type: "stream_end";
+      data: { messageId: string; error?: string; cancelled?: boolean; interrupted?: boolean };
+    }
+  | {
+      type: "tool_call";
+      data: {
+        messageId: string;
+        toolName: string;
+        arguments: Record<string, unknown>;
+        status: ToolStatus;
+      };
+    }
+  | { type: "tool_result"; data: { messageId: string; toolName: string; result: string } }
+  | { type: "collab_status"; data: ChainStatusEvent }
+  | { type: "error"; data: { code: string; message: string } };
