@@ -176,11 +176,12 @@ def create_app(config: Config) -> FastAPI:
         schedules.router,
         tools.router,
         ws.router,
-        web_client.build_router(),
     ):
         app.include_router(router)
     if config.debug_hooks:
         app.include_router(debug.router(install_counts(svc.db)))
+    # Last: its catch-all answers the page for every other GET.
+    app.include_router(web_client.build_router())
     return app
 
 

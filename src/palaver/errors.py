@@ -118,7 +118,7 @@ def _document_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _allowed_methods(app: FastAPI, request: Request) -> str:
+def allowed_methods(app: FastAPI, request: Request) -> str:
     """Every method the API documents at this path: Starlette names only the first route's."""
     path = request.url.path
     methods: set[str] = set()
@@ -157,7 +157,7 @@ def install_error_handlers(app: FastAPI) -> None:
             text = exc.detail
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 405:
-            headers["Allow"] = _allowed_methods(app, request)
+            headers["Allow"] = allowed_methods(app, request)
         return JSONResponse({"error": text}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)

@@ -23,6 +23,8 @@ from tests.fakes.search_servers import FakeSearchServer
 from tests.support import Api, Server, unique
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
+playwright_sync.expect.set_options(timeout=15_000)
+"""A loaded 2-core machine can take seconds to start a first reply; waits stay bounded."""
 
 CHROMIUM = os.environ.get("PALAVER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

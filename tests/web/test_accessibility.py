@@ -49,7 +49,7 @@ def test_the_channel_view_has_no_serious_violation_in_either_theme(
     page = browse.page()
     open_channel(page, web_server, room["id"])
     expect(page.locator("article", has_text="Done, see above.")).to_have_attribute(
-        "aria-busy", "false"
+        "aria-busy", "false", timeout=30_000
     )
     page.get_by_test_id("tool-card").get_by_role("button").click()
     for viewport in (DESKTOP, PHONE):

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from palaver.errors import NotFound
+from palaver.errors import NotFound, allowed_methods
 
 DIST = Path(__file__).resolve().parent.parent / "web" / "dist"
 RESERVED = ("/api/", "/uploads/")
@@ -148,6 +149,8 @@ def build_router(dist: Path = DIST) -> APIRouter:
     async def page(path: str, request: Request) -> Response:
         url_path = "/" + path
         if url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads"):
+            if allowed_methods(request.app, request):
+                raise StarletteHTTPException(405)
             raise NotFound("There is nothing at this address.")
         asset = files.get(url_path)
         if asset is not None and url_path != "/index.html":
