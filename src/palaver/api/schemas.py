@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from palaver.domain import ChannelType, MessageType, Role
 from palaver.knowledge.documents import Visibility
@@ -18,41 +18,47 @@ from palaver.memory import WriteAction
 MemoryType = Literal["semantic", "episodic", "procedural"]
 
 
+class Shape(BaseModel):
+    """A documented answer; its fields' docstrings are their descriptions."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
 def ok(model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI entry of a route's 200 answer, to merge with its `errors(...)`."""
     return {200: {"model": model, "description": description}}
 
 
-class Ok(BaseModel):
+class Ok(Shape):
     ok: bool
 
 
-class User(BaseModel):
+class User(Shape):
     id: str
     name: str
     role: Role
     createdAt: str
 
 
-class UserAnswer(BaseModel):
+class UserAnswer(Shape):
     user: User
 
 
-class GuestList(BaseModel):
+class GuestList(Shape):
     guests: list[User]
 
 
-class NewGuest(BaseModel):
+class NewGuest(Shape):
     user: User
     key: str
 
 
-class SettingsAnswer(BaseModel):
+class SettingsAnswer(Shape):
     settings: dict[str, Any]
     """As stored, with every secret cut to its last four characters."""
 
 
-class AgentListItem(BaseModel):
+class AgentListItem(Shape):
     id: str
     name: str
     avatar: str
@@ -69,20 +75,20 @@ class Agent(AgentListItem):
     updatedAt: str
 
 
-class AgentList(BaseModel):
+class AgentList(Shape):
     agents: list[AgentListItem]
 
 
-class AgentAnswer(BaseModel):
+class AgentAnswer(Shape):
     agent: Agent
 
 
-class AgentSeen(BaseModel):
+class AgentSeen(Shape):
     agent: Agent | AgentListItem
     """The owner sees the whole agent; a guest what the list shows."""
 
 
-class Channel(BaseModel):
+class Channel(Shape):
     id: str
     name: str
     type: ChannelType
@@ -92,15 +98,15 @@ class Channel(BaseModel):
     updatedAt: str
 
 
-class ChannelList(BaseModel):
+class ChannelList(Shape):
     channels: list[Channel]
 
 
-class ChannelAnswer(BaseModel):
+class ChannelAnswer(Shape):
     channel: Channel
 
 
-class Message(BaseModel):
+class Message(Shape):
     id: str
     channelId: str
     agentId: str | None
@@ -111,16 +117,16 @@ class Message(BaseModel):
     createdAt: str
 
 
-class MessageList(BaseModel):
+class MessageList(Shape):
     messages: list[Message]
 
 
-class MessagePosted(BaseModel):
+class MessagePosted(Shape):
     id: str
     ok: bool
 
 
-class ChainStep(BaseModel):
+class ChainStep(Shape):
     step: int
     agentId: str
     source: str
@@ -128,7 +134,7 @@ class ChainStep(BaseModel):
     messageId: str | None
 
 
-class Chain(BaseModel):
+class Chain(Shape):
     id: str
     channelId: str
     triggerMessageId: str
@@ -143,15 +149,15 @@ class Chain(BaseModel):
     updatedAt: str
 
 
-class ChainAnswer(BaseModel):
+class ChainAnswer(Shape):
     chain: Chain
 
 
-class ChainList(BaseModel):
+class ChainList(Shape):
     chains: list[Chain]
 
 
-class Memory(BaseModel):
+class Memory(Shape):
     id: str
     agentId: str
     type: MemoryType
@@ -165,15 +171,15 @@ class Memory(BaseModel):
     """Only in the answer to a search (`q`): the cosine similarity to the query."""
 
 
-class MemoryList(BaseModel):
+class MemoryList(Shape):
     memories: list[Memory]
 
 
-class MemoryAnswer(BaseModel):
+class MemoryAnswer(Shape):
     memory: Memory
 
 
-class MemoryWritten(BaseModel):
+class MemoryWritten(Shape):
     action: WriteAction
     memory: Memory
     similarity: float | None
@@ -181,7 +187,7 @@ class MemoryWritten(BaseModel):
     previousContent: str | None
 
 
-class MemoryVersion(BaseModel):
+class MemoryVersion(Shape):
     memoryId: str
     version: int
     content: str
@@ -191,11 +197,11 @@ class MemoryVersion(BaseModel):
     createdAt: str
 
 
-class MemoryVersions(BaseModel):
+class MemoryVersions(Shape):
     versions: list[MemoryVersion]
 
 
-class Document(BaseModel):
+class Document(Shape):
     id: str
     agentId: str
     name: str
@@ -207,20 +213,20 @@ class Document(BaseModel):
     createdAt: str
 
 
-class DocumentList(BaseModel):
+class DocumentList(Shape):
     documents: list[Document]
 
 
-class DocumentAnswer(BaseModel):
+class DocumentAnswer(Shape):
     document: Document
 
 
-class Ingested(BaseModel):
+class Ingested(Shape):
     document: Document
     duplicate: bool
 
 
-class Chunk(BaseModel):
+class Chunk(Shape):
     chunkId: str
     documentId: str
     documentName: str
@@ -233,12 +239,12 @@ class Chunk(BaseModel):
     relevance: float | None
 
 
-class QueryAnswer(BaseModel):
+class QueryAnswer(Shape):
     results: list[Chunk]
     reranked: bool
 
 
-class Schedule(BaseModel):
+class Schedule(Shape):
     id: str
     agentId: str
     channelId: str
@@ -252,34 +258,34 @@ class Schedule(BaseModel):
     createdAt: str
 
 
-class ScheduleList(BaseModel):
+class ScheduleList(Shape):
     schedules: list[Schedule]
 
 
-class Model(BaseModel):
+class Model(Shape):
     id: str
     provider: str
     name: str
     label: str
 
 
-class ModelList(BaseModel):
+class ModelList(Shape):
     models: list[Model]
     errors: dict[str, str]
     """Per provider that could not be asked, why."""
 
 
-class Tool(BaseModel):
+class Tool(Shape):
     name: str
     description: str
     parameters: dict[str, Any]
     source: Literal["builtin", "mcp"]
 
 
-class ToolList(BaseModel):
+class ToolList(Shape):
     tools: list[Tool]
     mcpServers: dict[str, dict[str, Any]]
 
 
-class Uploaded(BaseModel):
+class Uploaded(Shape):
     url: str
