@@ -76,3 +76,40 @@ def test_request_models_carry_their_real_constraints(schema: dict[str, Any]) -> 
     settings = schema["paths"]["/api/settings"]["put"]["requestBody"]["content"]
     limits = settings["application/json"]["schema"]["properties"]["limits"]["properties"]
     assert limits["messagesPerMinute"]["maximum"] == 100_000
+
+
+def _resolve(schema: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    """The component a `{"$ref": ...}` names."""
+    found: dict[str, Any] = schema["components"]["schemas"][ref["$ref"].rsplit("/", 1)[-1]]
+    return found
+
+
+def _answer(schema: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    """The declared shape of an operation's 200 answer."""
+    response = schema["paths"][path][method]["responses"]["200"]
+    return _resolve(schema, response["content"]["application/json"]["schema"])
+
+
+def test_success_answers_declare_their_fields(schema: dict[str, Any]) -> None:
+    listing = _answer(schema, "/api/messages", "get")
+    message = _resolve(schema, listing["properties"]["messages"]["items"])
+    assert {"id", "channelId", "agentId", "userId", "content", "type", "metadata"} <= set(
+        message["required"]
+    )
+    assert message["properties"]["type"]["enum"] == [
+        "text",
+        "image",
+        "file",
+        "tool_call",
+        "tool_result",
+    ]
+    assert message["properties"]["agentId"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+    assert message.get("additionalProperties", True) is True
+    assert set(_answer(schema, "/api/messages", "post")["required"]) == {"id", "ok"}
+    agents = _answer(schema, "/api/agents", "get")
+    agent = _resolve(schema, agents["properties"]["agents"]["items"])
+    assert {"id", "name", "avatar", "model", "tools", "status"} <= set(agent["required"])
+    channels = _answer(schema, "/api/channels", "get")
+    channel = _resolve(schema, channels["properties"]["channels"]["items"])
+    assert channel["properties"]["type"]["enum"] == ["dm", "group"]
+    assert {"agentIds", "memberIds"} <= set(channel["required"])

@@ -8,8 +8,10 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from palaver.actions import guests
+from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, check_encodable, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.errors import Invalid
 from palaver.settings import Settings, masked
 
@@ -50,7 +52,10 @@ class CreateGuest(Body):
     name: str = Field(min_length=1, max_length=128, json_schema_extra=NOT_BLANK)
 
 
-@router.get("/settings", responses=errors(403))
+@router.get(
+    "/settings",
+    responses={**errors(403), **ok(schemas.SettingsAnswer, "The settings, secrets masked")},
+)
 async def get_settings(_: Owner, svc: Svc) -> dict[str, Any]:
     return {"settings": masked(svc.settings.current)}
 
@@ -73,18 +78,21 @@ async def put_settings(patch: dict[str, Any], _: Owner, svc: Svc) -> dict[str, A
     return {"settings": masked(await svc.settings.update(patch))}
 
 
-@router.get("/guests", responses=errors(403))
+@router.get("/guests", responses={**errors(403), **ok(schemas.GuestList, "Every guest")})
 async def list_guests(_: Owner, svc: Svc) -> dict[str, Any]:
     return {"guests": [g.as_json() for g in await guests.list_guests(svc)]}
 
 
-@router.post("/guests", responses=errors(403))
+@router.post(
+    "/guests",
+    responses={**errors(403), **ok(schemas.NewGuest, "The guest and its key, shown once")},
+)
 async def create_guest(body: CreateGuest, _: Owner, svc: Svc) -> dict[str, Any]:
     guest, key = await guests.create(svc, body.name)
     return {"user": guest.as_json(), "key": key}
 
 
-@router.delete("/guests/{guest_id}", responses=errors(403, 404))
+@router.delete("/guests/{guest_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
 async def delete_guest(guest_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     await guests.delete(svc, guest_id)
     return {"ok": True}

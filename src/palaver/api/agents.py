@@ -8,8 +8,10 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from palaver.actions import agents
+from palaver.api import schemas
 from palaver.api.deps import Body, Caller, Owner, Svc, errors, pattern
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.domain import BUILTIN_TOOLS
 
 router = APIRouter(prefix="/api/agents", tags=["agents"], route_class=StrictJsonRoute)
@@ -62,14 +64,17 @@ class UpdateAgent(AgentFields):
     name: AgentName | None = None
 
 
-@router.get("", responses=errors())
+@router.get("", responses={**errors(), **ok(schemas.AgentList, "The agents")})
 async def list_agents(caller: Caller, svc: Svc) -> dict[str, Any]:
     """Every agent for the owner; a guest sees the agents of its channels."""
     found = await agents.list_visible(svc, caller.user)
     return {"agents": [a.as_list_item() for a in found]}
 
 
-@router.get("/{agent_id}", responses=errors(404))
+@router.get(
+    "/{agent_id}",
+    responses={**errors(404), **ok(schemas.AgentSeen, "The agent; a guest sees the list's fields")},
+)
 async def get_agent(agent_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     """The whole agent, SOUL.md included, for the owner; a guest gets the list item of an
     agent of its channels (never its SOUL.md), and 404 for any other."""
@@ -77,19 +82,22 @@ async def get_agent(agent_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"agent": agent.as_json() if caller.user.is_owner else agent.as_list_item()}
 
 
-@router.post("", responses=errors(403, 409))
+@router.post("", responses={**errors(403, 409), **ok(schemas.AgentAnswer, "The new agent")})
 async def create_agent(body: CreateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
     agent = await agents.create(svc, body.model_dump(exclude_none=True))
     return {"agent": agent.as_json()}
 
 
-@router.put("/{agent_id}", responses=errors(403, 404, 409))
+@router.put(
+    "/{agent_id}",
+    responses={**errors(403, 404, 409), **ok(schemas.AgentAnswer, "The changed agent")},
+)
 async def update_agent(agent_id: str, body: UpdateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
     agent = await agents.update(svc, agent_id, body.model_dump(exclude_none=True))
     return {"agent": agent.as_json()}
 
 
-@router.delete("/{agent_id}", responses=errors(403, 404))
+@router.delete("/{agent_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
 async def delete_agent(agent_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     await agents.delete(svc, agent_id)
     return {"ok": True}

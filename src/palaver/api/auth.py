@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 from palaver.actions import auth
+from palaver.api import schemas
 from palaver.api.deps import (
     SESSION_COOKIE,
     Body,
@@ -16,6 +17,7 @@ from palaver.api.deps import (
     set_session_cookie,
 )
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.services import Services
 
 router = APIRouter(prefix="/api", tags=["auth"], route_class=StrictJsonRoute)
@@ -39,14 +41,16 @@ def _client(request: Request, svc: Services) -> str:
     return request.client.host if request.client else "unknown"
 
 
-@router.post("/login", responses=errors(429))
+@router.post(
+    "/login", responses={**errors(429), **ok(schemas.Ok, "Logged in; the session cookie is set")}
+)
 async def login(body: LoginBody, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
     token = await auth.login(svc, body.password, _client(request, svc))
     set_session_cookie(response, request, svc, token)
     return {"ok": True}
 
 
-@router.post("/logout", responses=errors())
+@router.post("/logout", responses={**errors(), **ok(schemas.Ok, "Logged out")})
 async def logout(caller: Caller, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
     await auth.logout(svc, caller)
     response.delete_cookie(
@@ -59,6 +63,6 @@ async def logout(caller: Caller, request: Request, response: Response, svc: Svc)
     return {"ok": True}
 
 
-@router.get("/me", responses=errors())
+@router.get("/me", responses={**errors(), **ok(schemas.UserAnswer, "Who the caller is")})
 async def me(caller: Caller) -> dict[str, object]:
     return {"user": caller.user.as_json()}

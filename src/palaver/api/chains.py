@@ -8,9 +8,11 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from palaver.actions import chains
+from palaver.api import schemas
 from palaver.api.deps import Body, Caller, Svc, errors
 from palaver.api.messages import CONTENT_SCHEMA
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 
 router = APIRouter(prefix="/api/chains", tags=["chains"], route_class=StrictJsonRoute)
 
@@ -24,13 +26,13 @@ class StartChain(Body):
     content: str = Field(min_length=1, json_schema_extra=CONTENT_SCHEMA)
 
 
-@router.post("", responses=errors(404, 429))
+@router.post("", responses={**errors(404, 429), **ok(schemas.ChainAnswer, "The chain started")})
 async def start_chain(body: StartChain, caller: Caller, svc: Svc) -> dict[str, Any]:
     chain = await chains.start(svc, caller.user, body.channelId, body.agentIds, body.content)
     return {"chain": chain.as_json()}
 
 
-@router.get("", responses=errors(404))
+@router.get("", responses={**errors(404), **ok(schemas.ChainList, "The channel's chains")})
 async def list_chains(
     caller: Caller, svc: Svc, channelId: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
@@ -38,12 +40,15 @@ async def list_chains(
     return {"chains": [c.as_json() for c in found]}
 
 
-@router.get("/{chain_id}", responses=errors(404))
+@router.get("/{chain_id}", responses={**errors(404), **ok(schemas.ChainAnswer, "The chain")})
 async def get_chain(chain_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"chain": (await chains.get(svc, caller.user, chain_id)).as_json()}
 
 
-@router.post("/{chain_id}/{action}", responses=errors(404, 409))
+@router.post(
+    "/{chain_id}/{action}",
+    responses={**errors(404, 409), **ok(schemas.ChainAnswer, "The chain after the action")},
+)
 async def steer_chain(
     chain_id: str, action: Literal["pause", "resume", "cancel"], caller: Caller, svc: Svc
 ) -> dict[str, Any]:

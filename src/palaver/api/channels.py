@@ -8,8 +8,10 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 
 from palaver.actions import channels
+from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Caller, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 
 router = APIRouter(prefix="/api/channels", tags=["channels"], route_class=StrictJsonRoute)
 
@@ -53,23 +55,28 @@ class AddMembers(Body):
     userIds: list[str] = Field(default_factory=list)
 
 
-@router.get("", responses=errors())
+@router.get(
+    "", responses={**errors(), **ok(schemas.ChannelList, "The channels the caller can see")}
+)
 async def list_channels(caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"channels": [c.as_json() for c in await channels.list_visible(svc, caller.user)]}
 
 
-@router.get("/{channel_id}", responses=errors(404))
+@router.get("/{channel_id}", responses={**errors(404), **ok(schemas.ChannelAnswer, "The channel")})
 async def get_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"channel": (await channels.visible(svc, caller.user, channel_id)).as_json()}
 
 
-@router.post("", responses=errors(403, 404))
+@router.post("", responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The new channel")})
 async def create_channel(body: CreateChannel, _: Owner, svc: Svc) -> dict[str, Any]:
     channel = await channels.create(svc, body.name, body.type, body.agentIds, body.memberIds)
     return {"channel": channel.as_json()}
 
 
-@router.put("/{channel_id}", responses=errors(403, 404))
+@router.put(
+    "/{channel_id}",
+    responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The changed channel")},
+)
 async def update_channel(
     channel_id: str, body: UpdateChannel, _: Owner, svc: Svc
 ) -> dict[str, Any]:
@@ -77,7 +84,10 @@ async def update_channel(
     return {"channel": channel.as_json()}
 
 
-@router.post("/{channel_id}/members", responses=errors(403, 404))
+@router.post(
+    "/{channel_id}/members",
+    responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The channel with its members")},
+)
 async def add_members(channel_id: str, body: AddMembers, _: Owner, svc: Svc) -> dict[str, Any]:
     channel = await channels.update(
         svc, channel_id, agent_ids=body.agentIds, member_ids=body.userIds, add=True

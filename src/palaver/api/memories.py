@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import Field
 
+from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import MemoryType, ok
 from palaver.errors import NotFound
 from palaver.store import agents as agents_store
 from palaver.store import channels as channels_store
@@ -17,8 +19,6 @@ from palaver.tools.memory import privacy_scope
 router = APIRouter(
     prefix="/api/agents/{agent_id}/memories", tags=["memory"], route_class=StrictJsonRoute
 )
-
-MemoryType = Literal["semantic", "episodic", "procedural"]
 
 
 class NewMemory(Body):
@@ -38,7 +38,13 @@ class Restore(Body):
     version: int = Field(ge=1)
 
 
-@router.get("", responses=errors(403, 404, 502))
+@router.get(
+    "",
+    responses={
+        **errors(403, 404, 502),
+        **ok(schemas.MemoryList, "Memories, newest or most similar first"),
+    },
+)
 async def list_memories(
     agent_id: str,
     _: Owner,
@@ -55,7 +61,9 @@ async def list_memories(
     return {"memories": [m.as_json() for m in listed]}
 
 
-@router.post("", responses=errors(403, 404, 502))
+@router.post(
+    "", responses={**errors(403, 404, 502), **ok(schemas.MemoryWritten, "What the write did")}
+)
 async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> dict[str, Any]:
     """The same rule as the `memory_write` tool: skipped, updated or inserted."""
     async with svc.db.read() as conn:
@@ -71,7 +79,10 @@ async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> di
     return result.as_json()
 
 
-@router.put("/{memory_id}", responses=errors(403, 404, 502))
+@router.put(
+    "/{memory_id}",
+    responses={**errors(403, 404, 502), **ok(schemas.MemoryAnswer, "The changed memory")},
+)
 async def update_memory(
     agent_id: str, memory_id: str, body: MemoryChange, _: Owner, svc: Svc
 ) -> dict[str, Any]:
@@ -79,19 +90,25 @@ async def update_memory(
     return {"memory": memory.as_json()}
 
 
-@router.delete("/{memory_id}", responses=errors(403, 404))
+@router.delete("/{memory_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
 async def delete_memory(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     await svc.memories.delete(agent_id, memory_id)
     return {"ok": True}
 
 
-@router.get("/{memory_id}/versions", responses=errors(403, 404))
+@router.get(
+    "/{memory_id}/versions",
+    responses={**errors(403, 404), **ok(schemas.MemoryVersions, "The memory's versions")},
+)
 async def memory_versions(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> dict[str, Any]:
     found = await svc.memories.versions(agent_id, memory_id)
     return {"versions": [v.as_json() for v in found]}
 
 
-@router.post("/{memory_id}/restore", responses=errors(403, 404, 502))
+@router.post(
+    "/{memory_id}/restore",
+    responses={**errors(403, 404, 502), **ok(schemas.MemoryAnswer, "The memory as restored")},
+)
 async def restore_memory(
     agent_id: str, memory_id: str, body: Restore, _: Owner, svc: Svc
 ) -> dict[str, Any]:

@@ -8,8 +8,10 @@ from fastapi import APIRouter, Header, Query, Response
 from pydantic import Field
 
 from palaver.actions import messages
+from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.settings import Limits
 
 router = APIRouter(prefix="/api/messages", tags=["messages"], route_class=StrictJsonRoute)
@@ -35,7 +37,7 @@ class PostMessage(Body):
     )
 
 
-@router.get("", responses=errors(404))
+@router.get("", responses={**errors(404), **ok(schemas.MessageList, "The channel's messages")})
 async def list_messages(
     caller: Caller,
     svc: Svc,
@@ -47,7 +49,7 @@ async def list_messages(
     return {"messages": [m.as_json() for m in found]}
 
 
-@router.post("", responses=errors(404, 429))
+@router.post("", responses={**errors(404, 429), **ok(schemas.MessagePosted, "The message's id")})
 async def post_message(
     body: PostMessage,
     caller: Caller,

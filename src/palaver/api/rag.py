@@ -8,9 +8,11 @@ from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
 from palaver.actions import knowledge
+from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 
 router = APIRouter(prefix="/api", tags=["knowledge"], route_class=StrictJsonRoute)
 
@@ -27,7 +29,10 @@ class RagQuery(Body):
 
 @router.post(
     "/rag/upload",
-    responses=errors(403, 404, 408, 413, 415, 502),
+    responses={
+        **errors(403, 404, 408, 413, 415, 502),
+        **ok(schemas.Ingested, "The document, or the one with the same bytes"),
+    },
     openapi_extra={
         "requestBody": {
             "content": {
@@ -57,19 +62,28 @@ async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any
     return result.as_json()
 
 
-@router.post("/rag/query", responses=errors(403, 404, 502))
+@router.post(
+    "/rag/query",
+    responses={**errors(403, 404, 502), **ok(schemas.QueryAnswer, "The best passages")},
+)
 async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
     return (await knowledge.query(svc, body.agentId, body.query, body.topK)).as_json()
 
 
-@router.get("/rag/documents", responses=errors(403, 404))
+@router.get(
+    "/rag/documents",
+    responses={**errors(403, 404), **ok(schemas.DocumentList, "The agent's documents")},
+)
 async def list_documents(
     _: Owner, svc: Svc, agentId: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
     return {"documents": [d.as_json() for d in await svc.knowledge.documents(agentId)]}
 
 
-@router.put("/rag/documents/{document_id}", responses=errors(403, 404))
+@router.put(
+    "/rag/documents/{document_id}",
+    responses={**errors(403, 404), **ok(schemas.DocumentAnswer, "The changed document")},
+)
 async def update_document(
     document_id: str, body: DocumentChange, _: Owner, svc: Svc
 ) -> dict[str, Any]:
@@ -78,13 +92,17 @@ async def update_document(
     return {"document": document.as_json()}
 
 
-@router.delete("/rag/documents/{document_id}", responses=errors(403, 404))
+@router.delete(
+    "/rag/documents/{document_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")}
+)
 async def delete_document(document_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     await svc.knowledge.delete_document(document_id)
     return {"ok": True}
 
 
-@router.post("/agents/{agent_id}/reindex", responses=errors(403, 404))
+@router.post(
+    "/agents/{agent_id}/reindex", responses={**errors(403, 404), **ok(schemas.Ok, "Reindexed")}
+)
 async def reindex(agent_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     """Re-embed what an earlier embedding setting made; progress arrives as
     `reindex_progress` events on the owner's sockets."""

@@ -6,8 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from palaver.api import schemas
 from palaver.api.deps import Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.errors import NotFound
 from palaver.store import agents as agents_store
 from palaver.store import schedules as store
@@ -15,7 +17,7 @@ from palaver.store import schedules as store
 router = APIRouter(prefix="/api/schedules", tags=["schedules"], route_class=StrictJsonRoute)
 
 
-@router.get("", responses=errors(403, 404))
+@router.get("", responses={**errors(403, 404), **ok(schemas.ScheduleList, "The schedules")})
 async def list_schedules(
     _: Owner, svc: Svc, agentId: Annotated[str | None, Query(min_length=1)] = None
 ) -> dict[str, Any]:
@@ -27,7 +29,7 @@ async def list_schedules(
     return {"schedules": [s.as_json() for s in found]}
 
 
-@router.delete("/{schedule_id}", responses=errors(403, 404))
+@router.delete("/{schedule_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
 async def delete_schedule(schedule_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
     """Stops the schedule for good; a run already started finishes."""
     async with svc.db.write() as tx:

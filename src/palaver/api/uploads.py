@@ -7,9 +7,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
 from palaver.actions import uploads
+from palaver.api import schemas
 from palaver.api.deps import Caller, Svc, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
+from palaver.api.schemas import ok
 from palaver.errors import NotFound
 
 router = APIRouter(tags=["uploads"], route_class=StrictJsonRoute)
@@ -17,7 +19,7 @@ router = APIRouter(tags=["uploads"], route_class=StrictJsonRoute)
 
 @router.post(
     "/api/upload",
-    responses=errors(408, 413),
+    responses={**errors(408, 413), **ok(schemas.Uploaded, "Where the file is served")},
     openapi_extra={
         "requestBody": {
             "content": {

@@ -1,0 +1,291 @@
+"""The shapes of the success answers, for the OpenAPI schema only.
+
+Routes name these in `responses={200: ...}`, never as `response_model`: FastAPI would then
+filter each answer through the model and silently drop any field it does not declare. The
+records' `as_json()` methods stay the truth; the models state it, and the fuzz test checks
+every answer against them. Extra fields are allowed, so a new field never breaks a client."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from palaver.domain import ChannelType, MessageType, Role
+from palaver.knowledge.documents import Visibility
+from palaver.memory import WriteAction
+
+MemoryType = Literal["semantic", "episodic", "procedural"]
+
+
+class Shape(BaseModel):
+    """A documented answer; its fields' docstrings are their descriptions."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+def ok(model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI entry of a route's 200 answer, to merge with its `errors(...)`."""
+    return {200: {"model": model, "description": description}}
+
+
+class Ok(Shape):
+    ok: bool
+
+
+class User(Shape):
+    id: str
+    name: str
+    role: Role
+    createdAt: str
+
+
+class UserAnswer(Shape):
+    user: User
+
+
+class GuestList(Shape):
+    guests: list[User]
+
+
+class NewGuest(Shape):
+    user: User
+    key: str
+
+
+class SettingsAnswer(Shape):
+    settings: dict[str, Any]
+    """As stored, with every secret cut to its last four characters."""
+
+
+class AgentListItem(Shape):
+    id: str
+    name: str
+    avatar: str
+    description: str
+    model: str
+    tools: list[str]
+    status: Literal["online"]
+
+
+class Agent(AgentListItem):
+    soul: str
+    autoInjectMemory: bool
+    createdAt: str
+    updatedAt: str
+
+
+class AgentList(Shape):
+    agents: list[AgentListItem]
+
+
+class AgentAnswer(Shape):
+    agent: Agent
+
+
+class AgentSeen(Shape):
+    agent: Agent | AgentListItem
+    """The owner sees the whole agent; a guest what the list shows."""
+
+
+class Channel(Shape):
+    id: str
+    name: str
+    type: ChannelType
+    agentIds: list[str]
+    memberIds: list[str]
+    createdAt: str
+    updatedAt: str
+
+
+class ChannelList(Shape):
+    channels: list[Channel]
+
+
+class ChannelAnswer(Shape):
+    channel: Channel
+
+
+class Message(Shape):
+    id: str
+    channelId: str
+    agentId: str | None
+    userId: str | None
+    content: str
+    type: MessageType
+    metadata: dict[str, Any]
+    createdAt: str
+
+
+class MessageList(Shape):
+    messages: list[Message]
+
+
+class MessagePosted(Shape):
+    id: str
+    ok: bool
+
+
+class ChainStep(Shape):
+    step: int
+    agentId: str
+    source: str
+    status: str
+    messageId: str | None
+
+
+class Chain(Shape):
+    id: str
+    channelId: str
+    triggerMessageId: str
+    status: str
+    reason: str | None
+    requested: str | None
+    currentAgent: str | None
+    step: int
+    totalSteps: int
+    steps: list[ChainStep]
+    createdAt: str
+    updatedAt: str
+
+
+class ChainAnswer(Shape):
+    chain: Chain
+
+
+class ChainList(Shape):
+    chains: list[Chain]
+
+
+class Memory(Shape):
+    id: str
+    agentId: str
+    type: MemoryType
+    content: str
+    channelId: str | None
+    sourceMessageId: str | None
+    version: int
+    createdAt: str
+    updatedAt: str
+    similarity: float | None = None
+    """Only in the answer to a search (`q`): the cosine similarity to the query."""
+
+
+class MemoryList(Shape):
+    memories: list[Memory]
+
+
+class MemoryAnswer(Shape):
+    memory: Memory
+
+
+class MemoryWritten(Shape):
+    action: WriteAction
+    memory: Memory
+    similarity: float | None
+    duplicateOf: str | None
+    previousContent: str | None
+
+
+class MemoryVersion(Shape):
+    memoryId: str
+    version: int
+    content: str
+    type: MemoryType
+    channelId: str | None
+    sourceMessageId: str | None
+    createdAt: str
+
+
+class MemoryVersions(Shape):
+    versions: list[MemoryVersion]
+
+
+class Document(Shape):
+    id: str
+    agentId: str
+    name: str
+    kind: str
+    bytes: int
+    pages: int | None
+    chunks: int
+    visibility: Visibility
+    createdAt: str
+
+
+class DocumentList(Shape):
+    documents: list[Document]
+
+
+class DocumentAnswer(Shape):
+    document: Document
+
+
+class Ingested(Shape):
+    document: Document
+    duplicate: bool
+
+
+class Chunk(Shape):
+    chunkId: str
+    documentId: str
+    documentName: str
+    content: str
+    headingPath: list[str]
+    page: int | None
+    score: float
+    textRank: int | None
+    vectorRank: int | None
+    relevance: float | None
+
+
+class QueryAnswer(Shape):
+    results: list[Chunk]
+    reranked: bool
+
+
+class Schedule(Shape):
+    id: str
+    agentId: str
+    channelId: str
+    createdBy: str | None
+    schedule: str | None
+    at: str | None
+    prompt: str
+    nextRunAt: str | None
+    lastRunAt: str | None
+    active: bool
+    createdAt: str
+
+
+class ScheduleList(Shape):
+    schedules: list[Schedule]
+
+
+class Model(Shape):
+    id: str
+    provider: str
+    name: str
+    label: str
+
+
+class ModelList(Shape):
+    models: list[Model]
+    errors: dict[str, str]
+    """Per provider that could not be asked, why."""
+
+
+class Tool(Shape):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    source: Literal["builtin", "mcp"]
+
+
+class ToolList(Shape):
+    tools: list[Tool]
+    mcpServers: dict[str, dict[str, Any]]
+
+
+class Uploaded(Shape):
+    url: str
