@@ -1,4 +1,5 @@
-"""What the hot paths ask again and again, answered from memory: sessions and channels.
+"""What the hot paths ask again and again, answered from memory: sessions, channels, and
+messages as their JSON.
 
 Each cache is filled on a miss and emptied by the change itself, through a control event on
 the bus, so that every node forgets at once whichever node made the change; never by a timer.
@@ -23,6 +24,7 @@ V = TypeVar("V")
 
 SESSIONS_CACHED = 10_000
 CHANNELS_CACHED = 10_000
+MESSAGE_JSON_BYTES = 32 * 1024 * 1024
 
 
 class BoundedCache(Generic[K, V]):
@@ -65,6 +67,41 @@ class BoundedCache(Generic[K, V]):
             del self._items[key]
 
 
+class EncodedMessages:
+    """Messages as their JSON bytes, least recently used first out beyond `budget` bytes.
+
+    A stored message never changes (it is only ever deleted with its channel, whose messages
+    are then never asked for again), so no event has to empty this cache. Read on the event
+    loop only; a unit of work on a database thread may test `in`, which is atomic."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held = 0
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._items
+
+    def get(self, message_id: str) -> bytes | None:
+        encoded = self._items.get(message_id)
+        if encoded is not None:
+            self._items.move_to_end(message_id)
+        return encoded
+
+    def put(self, message_id: str, encoded: bytes) -> None:
+        if len(encoded) > self.budget or message_id in self._items:
+            return
+        self._items[message_id] = encoded
+        self.held += len(encoded)
+        while self.held > self.budget:
+            _, dropped = self._items.popitem(last=False)
+            self.held -= len(dropped)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.held = 0
+
+
 @dataclass(frozen=True)
 class CachedSession:
     user: User
@@ -83,10 +120,13 @@ class Caches:
         default_factory=lambda: BoundedCache(CHANNELS_CACHED)
     )
     """By id: the channel with its agents and members, which decide who may see it."""
+    messages: EncodedMessages = field(default_factory=lambda: EncodedMessages(MESSAGE_JSON_BYTES))
+    """By id: a stored message's JSON, as history pages send it."""
 
     def clear(self) -> None:
         self.sessions.clear()
         self.channels.clear()
+        self.messages.clear()
 
     def on_event(self, topic: str, event: Event) -> None:
         """The bus listener."""

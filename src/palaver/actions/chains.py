@@ -34,7 +34,7 @@ async def start(
         svc, user, channel_id, content, "text", None, None, hand_on=False
     )
     async with svc.db.read() as conn:
-        trigger = await messages_store.get(conn, message_id)
+        trigger = await conn.run_sync(messages_store.get, message_id)
     assert trigger is not None
     return await svc.chains.start(channel, trigger, agent_ids, "explicit")
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
+
+import orjson
+from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
 from palaver.auth.limiter import message_budget
@@ -16,6 +20,7 @@ from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import messages
 from palaver.store.tables.base import utcnow
+from palaver.store.uploads import names_uploads, record_references
 
 log = logging.getLogger(__name__)
 
@@ -27,16 +32,39 @@ def message_event(message: Message) -> dict[str, Any]:
     return {"type": "message", "data": message.as_json()}
 
 
-async def history(
+async def history_json(
     svc: Services, user: User, channel_id: str, limit: int, before: str | None
-) -> list[Message]:
+) -> bytes:
+    """The page as `{"messages": [...]}` JSON, oldest first.
+
+    Messages never change once stored, so each is encoded once and kept (`caches.messages`):
+    a page read in the steady state asks the index for ids and joins bytes it already has."""
     await visible(svc, user, channel_id)
-    async with svc.db.read() as conn:
-        if before is not None:
-            anchor = await messages.get(conn, before)
-            if anchor is None or anchor.channel_id != channel_id:
-                raise NotFound(f"No message has the id '{before}' in this channel.")
-        return await messages.page(conn, channel_id, limit, before)
+    known = svc.caches.messages
+
+    def read(conn: Connection) -> tuple[list[str], list[Message]]:
+        if before is not None and messages.channel_of(conn, before) != channel_id:
+            raise NotFound(f"No message has the id '{before}' in this channel.")
+        ids = messages.page_ids(conn, channel_id, limit, before)
+        missing = [i for i in ids if i not in known]
+        return ids, messages.by_ids(conn, missing) if missing else []
+
+    ids, loaded = await svc.db.read_unit(read)
+    encoded = {m.id: _encode(svc, m) for m in loaded}
+    parts = [encoded.get(i) or known.get(i) for i in ids]
+    if None in parts:
+        # Evicted between the read and now: rare, and read again rather than left out.
+        gone = [i for i, part in zip(ids, parts, strict=True) if part is None]
+        again = await svc.db.read_unit(lambda conn: messages.by_ids(conn, gone))
+        encoded.update((m.id, _encode(svc, m)) for m in again)
+        parts = [part or encoded[i] for i, part in zip(ids, parts, strict=True)]
+    return b'{"messages":[' + b",".join(p for p in parts if p is not None) + b"]}"
+
+
+def _encode(svc: Services, message: Message) -> bytes:
+    encoded = orjson.dumps(message.as_json())
+    svc.caches.messages.put(message.id, encoded)
+    return encoded
 
 
 def _check(svc: Services, content: str, kind: str, metadata: dict[str, Any] | None) -> None:
@@ -72,10 +100,10 @@ async def post(
     channel = await visible(svc, user, channel_id)
     now = utcnow()
     if idempotency_key:
-        async with svc.db.read() as conn:
-            earlier = await messages.idempotent_message_id(
-                conn, user.id, idempotency_key, now - IDEMPOTENCY_WINDOW
-            )
+        since = now - IDEMPOTENCY_WINDOW
+        earlier = await svc.db.read_unit(
+            lambda conn: messages.idempotent_message_id(conn, user.id, idempotency_key, since)
+        )
         if earlier is not None:
             return earlier, {}
     limits = svc.settings.current.limits
@@ -84,34 +112,46 @@ async def post(
     )
     if not decision.allowed:
         raise RateLimited("You are sending messages too fast; wait a moment.", decision.headers())
-    async with svc.db.write() as tx:
+    draft = Message(
+        id="",
+        channel_id=channel_id,
+        agent_id=None,
+        user_id=user.id,
+        content=content,
+        type=kind,
+        metadata=metadata or {},
+        created_at=now,
+    )
+
+    def store(conn: Connection) -> Message | str:
+        """The message, or the id of the one its idempotency key already made."""
         if idempotency_key:
-            earlier = await messages.idempotent_message_id(
-                tx.conn, user.id, idempotency_key, now - IDEMPOTENCY_WINDOW
-            )
+            since = now - IDEMPOTENCY_WINDOW
+            earlier = messages.idempotent_message_id(conn, user.id, idempotency_key, since)
             if earlier is not None:
-                return earlier, decision.headers()
+                return earlier
         # Id and time are taken inside the (serialized) write, so id order, time order and
         # commit order agree even for messages created in the same millisecond.
-        message = Message(
-            id=new_id("msg"),
-            channel_id=channel_id,
-            agent_id=None,
-            user_id=user.id,
-            content=content,
-            type=kind,
-            metadata=metadata or {},
-            created_at=utcnow(),
-        )
+        message = replace(draft, id=new_id("msg"), created_at=utcnow())
         if idempotency_key:
-            await messages.remember_idempotency_key(
-                tx.conn, user.id, idempotency_key, message.id, now
-            )
-        await messages.insert_message(tx.conn, message)
-        tx.on_commit(lambda: svc.bus.publish(channel_topic(channel_id), message_event(message)))
+            messages.remember_idempotency_key(conn, user.id, idempotency_key, message.id, now)
+        messages.insert_row(conn, message)
+        return message
+
+    if names_uploads(draft):
+        async with svc.db.write() as tx:
+            stored = await tx.conn.run_sync(store)
+            if isinstance(stored, Message):
+                await record_references(tx.conn, stored)
+    else:
+        stored = await svc.db.write_unit(store)
+    if isinstance(stored, str):
+        return stored, decision.headers()
+    _encode(svc, stored)
+    await svc.bus.publish(channel_topic(channel_id), message_event(stored))
     if hand_on:
-        await _hand_on(svc, message, channel)
-    return message.id, decision.headers()
+        await _hand_on(svc, stored, channel)
+    return stored.id, decision.headers()
 
 
 async def _hand_on(svc: Services, message: Message, channel: Channel) -> None:

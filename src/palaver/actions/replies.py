@@ -17,7 +17,7 @@ async def cancel(svc: Services, user: User, message_id: str) -> None:
     tells nothing of the channel, nor whether the reply exists or still streams."""
     async with svc.db.read() as conn:
         channel_id = await messages.draft_channel(conn, message_id)
-        stored = await messages.get(conn, message_id) if channel_id is None else None
+        stored = await conn.run_sync(messages.get, message_id) if channel_id is None else None
         where = channel_id or (stored.channel_id if stored is not None else None)
         channel = await channels.get(conn, where) if where is not None else None
     if channel is None or not can_see(user, channel):

@@ -161,7 +161,9 @@ class ChainCoordinator:
         async with self.svc.db.read() as conn:
             chain = await chains_store.get(conn, chain_id)
             channel = await channels_store.get(conn, chain.channel_id) if chain else None
-            trigger = await messages_store.get(conn, chain.trigger_message_id) if chain else None
+            trigger = (
+                await conn.run_sync(messages_store.get, chain.trigger_message_id) if chain else None
+            )
         if chain is None or channel is None or trigger is None or chain.status != "running":
             return False
         step = chain.next_step
@@ -219,7 +221,7 @@ class ChainCoordinator:
         if step.source != "handoff":
             return False
         async with self.svc.db.read() as conn:
-            latest = await messages_store.page(conn, channel.id, 50)
+            latest = await conn.run_sync(messages_store.page, channel.id, 50)
         spoke = any(m.user_id and m.id > chain.trigger_message_id for m in latest)
         if spoke:
             for pending in chain.steps:

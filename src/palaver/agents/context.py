@@ -76,8 +76,8 @@ class ContextBuilder:
         system = await self._system(agent, channel, trigger, tools, notes)
         budget = context_window - reply_tokens - estimate_tokens(system)
         async with self.db.read() as conn:
-            recent = await messages_store.page(
-                conn, channel.id, HISTORY_SCAN, before=trigger.id + _AFTER_ANY_ID_CHAR
+            recent = await conn.run_sync(
+                messages_store.page, channel.id, HISTORY_SCAN, trigger.id + _AFTER_ANY_ID_CHAR
             )
             recent = [m for m in recent if m.type in _TEXT_TYPES and m.content]
             names = await _author_names(conn, recent)

@@ -30,6 +30,8 @@ class _Turn:
 
 async def addressed(svc: Services, message: Message, channel: Channel) -> list[Agent]:
     """In a dm, the channel's agent; in a group, the member agents mentioned, in order."""
+    if not channel.agent_ids or (channel.type == "group" and "@" not in message.content):
+        return []
     async with svc.db.read() as conn:
         members = await agents_store.get_many(conn, channel.agent_ids)
     if channel.type == "dm":

@@ -44,9 +44,9 @@ async def list_messages(
     channelId: Annotated[str, Query(min_length=1)],
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[str | None, Query()] = None,
-) -> dict[str, Any]:
-    found = await messages.history(svc, caller.user, channelId, limit, before)
-    return {"messages": [m.as_json() for m in found]}
+) -> Response:
+    page = await messages.history_json(svc, caller.user, channelId, limit, before)
+    return Response(page, media_type="application/json")
 
 
 @router.post("", responses={**errors(404, 429), **ok(schemas.MessagePosted, "The message's id")})

@@ -1,8 +1,9 @@
 """Counting what the database is asked, for the tests that guard the hot paths' cost.
 
 Installed only when `PALAVER_DEBUG_HOOKS=1`, so production pays nothing: SQL statements as
-SQLAlchemy sends them, and on SQLite the round trips to aiosqlite's connection threads (each
-statement costs several: open a cursor, execute, fetch, close).
+SQLAlchemy sends them, and on SQLite the round trips to the database's threads: aiosqlite's
+(each statement costs several: open a cursor, execute, fetch, close) and the units' (one per
+unit of work, or per group commit).
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ def install(db: Database) -> DbCounts:
         if not db.is_sqlite:
             counts.round_trips += 1
 
+    def on_hop() -> None:
+        counts.round_trips += 1
+
     for engine in db.engines:
-        event.listen(engine.sync_engine, "before_cursor_execute", on_statement)
+        event.listen(engine, "before_cursor_execute", on_statement)
     if db.is_sqlite:
         _count_thread_hops(counts)
+        db.on_hop = on_hop
     return counts
 
 

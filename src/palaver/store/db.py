@@ -3,6 +3,12 @@
 On SQLite every write goes through one connection opened with `BEGIN IMMEDIATE`, so writers
 queue in-process instead of failing with "database is locked"; reads use their own pool and
 see a consistent snapshot thanks to WAL. On PostgreSQL both roles share one pool.
+
+The hot paths (a post, a history page) run as *units*: one plain function over a sync
+connection, executed whole in one hop. On SQLite that hop goes to a dedicated thread (a
+statement through aiosqlite costs four hops and a GIL hand-over each), and concurrent write
+units share one transaction and one commit (group commit), each in its own savepoint. On
+PostgreSQL the same function runs through `AsyncConnection.run_sync`.
 """
 
 from __future__ import annotations
@@ -10,16 +16,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 log = logging.getLogger(__name__)
 
 AfterCommit = Callable[[], Awaitable[None]]
+T = TypeVar("T")
+Unit = Callable[[Connection], T]
+"""A whole read or write, as one plain function over a sync connection."""
+
+READ_THREADS = 4
+GROUP_COMMIT_MAX = 64
+"""Write units sharing one transaction at most, so that one commit never waits on too many."""
 
 
 @dataclass
@@ -33,10 +47,10 @@ class Tx:
         self._after.append(callback)
 
 
-def _configure_sqlite(engine: AsyncEngine, begin: str) -> None:
+def _configure_sqlite(engine: Engine, begin: str) -> None:
     """WAL for concurrent readers; transactions begun by us, so writers can take the lock first."""
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
@@ -49,7 +63,7 @@ def _configure_sqlite(engine: AsyncEngine, begin: str) -> None:
             cur.execute(f"PRAGMA {pragma}")
         cur.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def on_begin(conn: Any) -> None:
         conn.exec_driver_sql(begin)
 
@@ -58,23 +72,35 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._units: _SqliteUnits | None = None
         if self.is_sqlite:
             self._writer = create_async_engine(url, pool_size=1, max_overflow=0)
             self._reader = create_async_engine(url, pool_size=8, max_overflow=8)
-            _configure_sqlite(self._writer, "BEGIN IMMEDIATE")
-            _configure_sqlite(self._reader, "BEGIN")
+            _configure_sqlite(self._writer.sync_engine, "BEGIN IMMEDIATE")
+            _configure_sqlite(self._reader.sync_engine, "BEGIN")
+            self._units = _SqliteUnits(url)
         else:
             self._writer = create_async_engine(url, pool_size=10, max_overflow=10)
             self._reader = self._writer
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
+        self._committer: asyncio.Task[None] | None = None
+        self.on_hop: Callable[[], None] | None = None
+        """Called for each hop to a unit's thread; the cost tests count them."""
 
     @property
     def engine(self) -> AsyncEngine:
         return self._writer
 
     @property
-    def engines(self) -> list[AsyncEngine]:
-        return [self._writer] if self._reader is self._writer else [self._writer, self._reader]
+    def engines(self) -> list[Engine]:
+        """Every engine that sends statements, as the sync engines events listen on."""
+        engines = [self._writer.sync_engine]
+        if self._reader is not self._writer:
+            engines.append(self._reader.sync_engine)
+        if self._units is not None:
+            engines += [self._units.writer, self._units.reader]
+        return engines
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
@@ -96,7 +122,107 @@ class Database:
         for callback in tx._after:
             await callback()
 
+    async def read_unit(self, unit: Unit[T]) -> T:
+        """Run `unit` in one read transaction, in one hop."""
+        if self._units is None:
+            async with self._reader.connect() as conn:
+                return await conn.run_sync(unit)
+        if self.on_hop is not None:
+            self.on_hop()
+        return await asyncio.get_running_loop().run_in_executor(
+            self._units.read_threads, self._units.read, unit
+        )
+
+    async def write_unit(self, unit: Unit[T]) -> T:
+        """Run `unit` in a write transaction; returns once its data is committed.
+
+        On SQLite the units waiting at the same time commit together, in the order they came,
+        and a unit that raises is rolled back to its savepoint alone."""
+        if self._units is None:
+            async with self._writer.begin() as conn:
+                return await conn.run_sync(unit)
+        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending.append((unit, done))
+        if self._committer is None:
+            self._committer = asyncio.create_task(self._commit_pending())
+        return await done
+
+    async def _commit_pending(self) -> None:
+        assert self._units is not None and self._write_lock is not None
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                async with self._write_lock:
+                    batch = self._pending[:GROUP_COMMIT_MAX]
+                    del self._pending[:GROUP_COMMIT_MAX]
+                    if self.on_hop is not None:
+                        self.on_hop()
+                    try:
+                        outcomes = await loop.run_in_executor(
+                            self._units.write_thread,
+                            self._units.write,
+                            [unit for unit, _ in batch],
+                        )
+                    except BaseException as exc:
+                        for _, done in batch:
+                            if not done.done():
+                                done.set_exception(exc)
+                        if not isinstance(exc, Exception):
+                            raise
+                        continue
+                for (_, done), (ok, value) in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue
+                    if ok:
+                        done.set_result(value)
+                    else:
+                        done.set_exception(value)
+        finally:
+            self._committer = None
+
     async def dispose(self) -> None:
         await self._writer.dispose()
         if self._reader is not self._writer:
             await self._reader.dispose()
+        if self._units is not None:
+            await asyncio.to_thread(self._units.close)
+
+
+class _SqliteUnits:
+    """Sync connections on threads of their own: one writer thread, a few reader threads."""
+
+    def __init__(self, url: str) -> None:
+        sync_url = url.replace("sqlite+aiosqlite", "sqlite", 1)
+        args = {"check_same_thread": False}
+        self.writer = create_engine(sync_url, pool_size=1, max_overflow=0, connect_args=args)
+        self.reader = create_engine(
+            sync_url, pool_size=READ_THREADS, max_overflow=0, connect_args=args
+        )
+        _configure_sqlite(self.writer, "BEGIN IMMEDIATE")
+        _configure_sqlite(self.reader, "BEGIN")
+        self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="palaver-db-write")
+        self.read_threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="palaver-db-read")
+
+    def read(self, unit: Unit[T]) -> T:
+        with self.reader.connect() as conn, conn.begin():
+            return unit(conn)
+
+    def write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
+        """One transaction for all; each unit in a savepoint unless it is alone."""
+        outcomes: list[tuple[bool, Any]] = []
+        with self.writer.connect() as conn, conn.begin():
+            if len(units) == 1:
+                return [(True, units[0](conn))]
+            for unit in units:
+                try:
+                    with conn.begin_nested():
+                        outcomes.append((True, unit(conn)))
+                except Exception as exc:
+                    outcomes.append((False, exc))
+        return outcomes
+
+    def close(self) -> None:
+        self.write_thread.shutdown(wait=True)
+        self.read_threads.shutdown(wait=True)
+        self.writer.dispose()
+        self.reader.dispose()

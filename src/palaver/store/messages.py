@@ -1,11 +1,16 @@
-"""Messages, idempotency keys, and drafts of replies still being written."""
+"""Messages, idempotency keys, and drafts of replies still being written.
+
+The functions of the hot paths (insert, page, get, idempotency) are plain functions over a
+sync connection, so that a post or a history page runs whole as one unit of work
+(`Database.write_unit`, `read_unit`); async callers reach them through `conn.run_sync`.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
@@ -28,7 +33,13 @@ def _message(row: Any) -> Message:
 
 async def insert_message(conn: AsyncConnection, message: Message) -> None:
     """Every message goes through here, so every upload URL a channel sees is recorded."""
-    await conn.execute(
+    await conn.run_sync(insert_row, message)
+    await record_references(conn, message)
+
+
+def insert_row(conn: Connection, message: Message) -> None:
+    """The message's row alone: for messages that name no upload (see `names_uploads`)."""
+    conn.execute(
         insert(messages).values(
             id=message.id,
             channel_id=message.channel_id,
@@ -40,50 +51,62 @@ async def insert_message(conn: AsyncConnection, message: Message) -> None:
             created_at=message.created_at,
         )
     )
-    await record_references(conn, message)
 
 
-async def get(conn: AsyncConnection, message_id: str) -> Message | None:
-    row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
+def get(conn: Connection, message_id: str) -> Message | None:
+    row = conn.execute(select(messages).where(messages.c.id == message_id)).first()
     return _message(row) if row else None
 
 
-async def page(
-    conn: AsyncConnection, channel_id: str, limit: int, before: str | None = None
-) -> list[Message]:
+def page(conn: Connection, channel_id: str, limit: int, before: str | None = None) -> list[Message]:
     """The `limit` newest messages older than `before`, oldest first; ids sort by creation."""
     query = select(messages).where(messages.c.channel_id == channel_id)
     if before is not None:
         query = query.where(messages.c.id < before)
-    rows = await conn.execute(query.order_by(messages.c.id.desc()).limit(limit))
+    rows = conn.execute(query.order_by(messages.c.id.desc()).limit(limit))
     return [_message(r) for r in reversed(list(rows))]
 
 
-async def idempotent_message_id(
-    conn: AsyncConnection, user_id: str, key: str, since: datetime
-) -> str | None:
-    row = (
-        await conn.execute(
-            select(idempotency_keys.c.message_id).where(
-                idempotency_keys.c.user_id == user_id,
-                idempotency_keys.c.key == key,
-                idempotency_keys.c.created_at >= since,
-            )
+def page_ids(conn: Connection, channel_id: str, limit: int, before: str | None) -> list[str]:
+    """The ids of `page`, from the index alone."""
+    query = select(messages.c.id).where(messages.c.channel_id == channel_id)
+    if before is not None:
+        query = query.where(messages.c.id < before)
+    ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
+    return list(reversed(ids))
+
+
+def by_ids(conn: Connection, ids: list[str]) -> list[Message]:
+    rows = conn.execute(select(messages).where(messages.c.id.in_(ids)))
+    return [_message(r) for r in rows]
+
+
+def channel_of(conn: Connection, message_id: str) -> str | None:
+    found = conn.execute(select(messages.c.channel_id).where(messages.c.id == message_id))
+    return found.scalar_one_or_none()
+
+
+def idempotent_message_id(conn: Connection, user_id: str, key: str, since: datetime) -> str | None:
+    row = conn.execute(
+        select(idempotency_keys.c.message_id).where(
+            idempotency_keys.c.user_id == user_id,
+            idempotency_keys.c.key == key,
+            idempotency_keys.c.created_at >= since,
         )
     ).first()
     return row.message_id if row else None
 
 
-async def remember_idempotency_key(
-    conn: AsyncConnection, user_id: str, key: str, message_id: str, now: datetime
+def remember_idempotency_key(
+    conn: Connection, user_id: str, key: str, message_id: str, now: datetime
 ) -> None:
     """Bind a key to a message, replacing an expired binding of the same key."""
-    await conn.execute(
+    conn.execute(
         delete(idempotency_keys).where(
             idempotency_keys.c.user_id == user_id, idempotency_keys.c.key == key
         )
     )
-    await conn.execute(
+    conn.execute(
         insert(idempotency_keys).values(
             user_id=user_id, key=key, message_id=message_id, created_at=now
         )

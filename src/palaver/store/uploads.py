@@ -33,15 +33,24 @@ async def record_upload(conn: AsyncConnection, path: str, user_id: str, now: dat
     await conn.execute(insert(uploads).values(path=path, user_id=user_id, created_at=now))
 
 
+def _referring_text(message: Message) -> str:
+    if not message.metadata:
+        return message.content
+    return message.content + json.dumps(message.metadata, ensure_ascii=False)
+
+
+def names_uploads(message: Message) -> bool:
+    """Whether `record_references` may have something to record for the message."""
+    return "/uploads/" in _referring_text(message)
+
+
 async def record_references(conn: AsyncConnection, message: Message) -> None:
     """Remember the uploads the message's text or metadata names, for its channel's members.
 
     The owner may share any upload (files older than the record of uploaders included);
     anyone else only uploads that exist, and a guest only what it may read itself: a URL it kept
     from a channel it has left must not open the file to another channel."""
-    text = message.content
-    if message.metadata:
-        text += json.dumps(message.metadata, ensure_ascii=False)
+    text = _referring_text(message)
     paths = upload_paths(text) if "/uploads/" in text else set()
     if not paths:
         return
