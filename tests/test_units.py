@@ -1,5 +1,5 @@
 """Units of work on SQLite's own threads: one hop per unit, concurrent writes committed
-together, each in its own savepoint, in the order they came."""
+together in the order they came, and one that fails leaves the others whole."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _insert(n: int) -> Callable[[Connection], int]:
     return unit
 
 
-async def test_concurrent_writes_share_commits_and_a_failing_one_is_rolled_back_alone(
+async def test_concurrent_writes_share_commits_and_a_failing_one_fails_alone(
     db: Database,
 ) -> None:
     hops = 0

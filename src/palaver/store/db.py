@@ -7,7 +7,7 @@ see a consistent snapshot thanks to WAL. On PostgreSQL both roles share one pool
 The hot paths (a post, a history page) run as *units*: one plain function over a sync
 connection, executed whole in one hop. On SQLite that hop goes to a dedicated thread (a
 statement through aiosqlite costs four hops and a GIL hand-over each), and concurrent write
-units share one transaction and one commit (group commit), each in its own savepoint. On
+units share one transaction and one commit (group commit). On
 PostgreSQL the same function runs through `AsyncConnection.run_sync`.
 """
 
@@ -136,8 +136,8 @@ class Database:
     async def write_unit(self, unit: Unit[T]) -> T:
         """Run `unit` in a write transaction; returns once its data is committed.
 
-        On SQLite the units waiting at the same time commit together, in the order they came,
-        and a unit that raises is rolled back to its savepoint alone."""
+        On SQLite the units waiting at the same time commit together, in the order they came;
+        should one raise, the others are run again alone (see `_SqliteUnits.write`)."""
         if self._units is None:
             async with self._writer.begin() as conn:
                 return await conn.run_sync(unit)
@@ -208,17 +208,22 @@ class _SqliteUnits:
             return unit(conn)
 
     def write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
-        """One transaction for all; each unit in a savepoint unless it is alone."""
-        outcomes: list[tuple[bool, Any]] = []
-        with self.writer.connect() as conn, conn.begin():
+        """All units in one transaction. If one raises, the transaction is rolled back and the
+        others run again one transaction each, so a unit must be safe to run twice (nothing it
+        did in the rolled-back transaction is kept)."""
+        try:
+            with self.writer.connect() as conn, conn.begin():
+                return [(True, unit(conn)) for unit in units]
+        except Exception as exc:
             if len(units) == 1:
-                return [(True, units[0](conn))]
-            for unit in units:
-                try:
-                    with conn.begin_nested():
-                        outcomes.append((True, unit(conn)))
-                except Exception as exc:
-                    outcomes.append((False, exc))
+                return [(False, exc)]
+        outcomes: list[tuple[bool, Any]] = []
+        for unit in units:
+            try:
+                with self.writer.connect() as conn, conn.begin():
+                    outcomes.append((True, unit(conn)))
+            except Exception as exc:
+                outcomes.append((False, exc))
         return outcomes
 
     def close(self) -> None:

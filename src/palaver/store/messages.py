@@ -37,19 +37,23 @@ async def insert_message(conn: AsyncConnection, message: Message) -> None:
     await record_references(conn, message)
 
 
+_INSERT = insert(messages)
+
+
 def insert_row(conn: Connection, message: Message) -> None:
     """The message's row alone: for messages that name no upload (see `names_uploads`)."""
     conn.execute(
-        insert(messages).values(
-            id=message.id,
-            channel_id=message.channel_id,
-            agent_id=message.agent_id,
-            user_id=message.user_id,
-            content=message.content,
-            type=message.type,
-            metadata=message.metadata,
-            created_at=message.created_at,
-        )
+        _INSERT,
+        {
+            "id": message.id,
+            "channel_id": message.channel_id,
+            "agent_id": message.agent_id,
+            "user_id": message.user_id,
+            "content": message.content,
+            "type": message.type,
+            "metadata": message.metadata,
+            "created_at": message.created_at,
+        },
     )
 
 
