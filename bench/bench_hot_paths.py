@@ -439,6 +439,7 @@ RATIOS = {
 
 def run(plan: Plan, only: list[str]) -> dict[str, Any]:
     os.sched_setaffinity(0, {int(LOAD_CORE)})
+    load_before = os.getloadavg()[1]
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with _workdir() as workdir:
         palaver = Palaver(workdir)
@@ -466,6 +467,7 @@ def run(plan: Plan, only: list[str]) -> dict[str, Any]:
         "machine": _machine(),
         "server": "uvicorn (uvloop, httptools, websockets), one process on one core",
         "rounds": plan.rounds,
+        "load_average_5min": [round(load_before, 2), round(os.getloadavg()[1], 2)],
         "results": {},
     }
     for name, per_target in samples.items():
@@ -502,8 +504,10 @@ def _machine() -> str:
 def markdown(report: dict[str, Any]) -> str:
     rows = [
         f"Run {report['date']} on {report['machine']}; {report['server']}; "
-        f"medians of {report['rounds']} alternating rounds. Ratio: Palaver as a fraction of the "
-        "bare app's figure (for latency, time and memory: bare / Palaver).",
+        f"medians of {report['rounds']} alternating rounds; 5-minute load average "
+        f"{report['load_average_5min'][0]} at the start and {report['load_average_5min'][1]} at "
+        "the end (2 means both cores busy). Ratio: Palaver as a fraction of the bare app's figure "
+        "(for latency, time and memory: bare / Palaver).",
         "",
         "| path | measure | Palaver | bare app | ratio |",
         "|---|---|---|---|---|",

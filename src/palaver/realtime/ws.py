@@ -41,8 +41,11 @@ def _origin_allowed(ws: WebSocket, svc: Services) -> bool:
 
 
 async def _receive(ws: WebSocket, idle: float) -> str | bytes:
-    """The next message, text or binary; TimeoutError after `idle` seconds of silence."""
-    message = await asyncio.wait_for(ws.receive(), idle)
+    """The next message, text or binary; TimeoutError after `idle` seconds of silence.
+
+    `asyncio.timeout`, not `wait_for`, which on Python 3.11 wraps every receive in a task."""
+    async with asyncio.timeout(idle):
+        message = await ws.receive()
     if message["type"] == "websocket.disconnect":
         raise WebSocketDisconnect(message.get("code", 1000))
     text: str | None = message.get("text")
