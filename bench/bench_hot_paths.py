@@ -32,8 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -296,7 +296,7 @@ async def _expect(ws: ClientConnection, kind: str) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def _open(target: Target) -> Any:
-    async with connect(target.ws_url, compression=None, open_timeout=60, max_queue=None) as ws:
+    async with connect(target.ws_url, compression=None, open_timeout=300, max_queue=None) as ws:
         await target.auth_and_subscribe(ws)
         yield ws
 
@@ -333,9 +333,19 @@ async def storm(target: Target, count: int) -> dict[str, Any]:
 
     start = time.perf_counter()
     tasks = [asyncio.create_task(one()) for _ in range(count)]
-    await done.wait()
+    waiter = asyncio.create_task(done.wait())
+    finished, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     seconds = time.perf_counter() - start
     release.set()
+    if waiter not in finished:  # a socket ended before all were back: it failed
+        waiter.cancel()
+        for task in tasks:
+            task.cancel()
+        failed = next(iter(finished))
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise RuntimeError(f"a reconnecting socket failed after {ready} were back") from (
+            failed.exception()
+        )
     await asyncio.gather(*tasks)
     return {"sockets": count, "all_back_s": seconds}
 
@@ -399,7 +409,7 @@ async def idle_memory(target: Target, count: int) -> dict[str, Any]:
 # -- the run ----------------------------------------------------------------------------------
 
 
-Measure = Callable[[Target], Awaitable[dict[str, Any]]]
+Measure = Callable[[Target], Coroutine[Any, Any, dict[str, Any]]]
 
 
 def measures(plan: Plan) -> dict[str, Measure]:
@@ -462,12 +472,14 @@ def run(plan: Plan, only: list[str]) -> dict[str, Any]:
                 bare.stop()
         finally:
             palaver.stop()
-    report: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": _machine(),
-        "server": "uvicorn (uvloop, httptools, websockets), one process on one core",
+    run_info = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rounds": plan.rounds,
         "load_average_5min": [round(load_before, 2), round(os.getloadavg()[1], 2)],
+    }
+    report: dict[str, Any] = {
+        "machine": _machine(),
+        "server": "uvicorn (uvloop, httptools, websockets), one process on one core",
         "results": {},
     }
     for name, per_target in samples.items():
@@ -479,6 +491,7 @@ def run(plan: Plan, only: list[str]) -> dict[str, Any]:
             "ratio": ratio if better == "higher" else 1 / ratio,
             "ratio_of": key,
             "per_round": per_target,
+            "run": run_info,
         }
     return report
 
@@ -502,12 +515,21 @@ def _machine() -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    runs: dict[str, list[str]] = {}
+    for name, result in report["results"].items():
+        run = result["run"]
+        label = (
+            f"{run['date']}, medians of {run['rounds']} alternating rounds, 5-minute load "
+            f"average {run['load_average_5min'][0]} at the start and "
+            f"{run['load_average_5min'][1]} at the end"
+        )
+        runs.setdefault(label, []).append(name)
     rows = [
-        f"Run {report['date']} on {report['machine']}; {report['server']}; "
-        f"medians of {report['rounds']} alternating rounds; 5-minute load average "
-        f"{report['load_average_5min'][0]} at the start and {report['load_average_5min'][1]} at "
-        "the end (2 means both cores busy). Ratio: Palaver as a fraction of the bare app's figure "
-        "(for latency, time and memory: bare / Palaver).",
+        f"On {report['machine']}; {report['server']}. Ratio: Palaver as a fraction of the bare "
+        "app's figure (for latency, time and memory: bare / Palaver). A load average of 2 means "
+        "both cores busy.",
+        "",
+        *(f"- {', '.join(names)}: {label}." for label, names in runs.items()),
         "",
         "| path | measure | Palaver | bare app | ratio |",
         "|---|---|---|---|---|",
@@ -526,10 +548,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short runs to check the harness")
     parser.add_argument("--only", action="append", default=[], choices=list(RATIOS))
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default: 5, quick 2)")
     args = parser.parse_args()
-    report = run(QUICK if args.quick else FULL, args.only)
+    plan = QUICK if args.quick else FULL
+    if args.rounds:
+        plan = replace(plan, rounds=args.rounds)
+    report = run(plan, args.only)
     RESULTS.mkdir(exist_ok=True)
     stem = "hot_paths_quick" if args.quick else "hot_paths"
+    earlier = RESULTS / f"{stem}.json"
+    if args.only and earlier.exists():
+        # A partial run replaces its own measures and keeps the others, each with its own run.
+        kept = json.loads(earlier.read_text())["results"]
+        report["results"] = {**kept, **report["results"]}
     (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     (RESULTS / f"{stem}.md").write_text(markdown(report))
     print(markdown(report))
