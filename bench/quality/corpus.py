@@ -23,29 +23,10 @@ PAGE_BREAK = "--- page ---"
 Kind = Literal["keyword", "paraphrase", "title", "multihop", "noanswer"]
 KINDS: tuple[Kind, ...] = ("keyword", "paraphrase", "title", "multihop", "noanswer")
 
-FAST_DOCUMENTS: tuple[str, ...] = (
-    "bike-repair.md",
-    "motorcycle-chain-and-brakes.txt",
-    "orchard-handbook.md",
-    "orchard-ci-manual.md",
-    "sourdough.md",
-    "note-starter-feeding.txt",
-    "car-starter-motor.txt",
-    "runbook.md",
-    "billing-runbook.md",
-    "boiler-manual.pdf",
-)
-"""The test suite's slice: ten documents chosen in pairs that share words but not meaning
-(bicycle and motorcycle chains, an apple orchard and a CI service named Orchard, a sourdough
-starter and a car's starter motor, two teams' runbooks), plus a PDF."""
-
-FAST_QUESTIONS: tuple[str, ...] = (
-    "q002", "q003", "q009", "q010", "q013", "q015", "q019", "q021", "q022", "q024",
-    "q025", "q030", "q031", "q033", "q036", "q039", "q053", "q054", "q060", "q065",
-    "q124", "q128", "q131", "q134", "q136", "q299", "q301", "q369", "q377", "q383",
-    "q390", "q397",
-)  # fmt: skip
-"""Questions answered inside FAST_DOCUMENTS, of every kind, and two with no answer there."""
+FAST_EVERY = 5
+"""The test suite's slice: every fifth document in name order, with every question they answer
+and every question without an answer. A sample by rule, so that it is neither tuned to a result
+nor built from the word-sharing pairs (see docs/NOTES.md for what a slice of pairs measures)."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +48,15 @@ class Question:
     """Empty for a question the corpus cannot answer."""
 
 
-def load_questions(ids: tuple[str, ...] | None = None) -> list[Question]:
-    """All questions in file order, or those with the given ids."""
+def load_questions(fast: bool = False) -> list[Question]:
+    """All questions in file order; with `fast`, those of the test suite's slice."""
+    chosen = fast_documents()
     questions = []
     for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if ids is not None and row["id"] not in ids:
-            continue
         judgements = tuple(Judgement(j["doc"], j["span"], j["grade"]) for j in row["judgements"])
+        if fast and not all(j.document in chosen for j in judgements):
+            continue
         questions.append(Question(row["id"], row["kind"], row["question"], judgements))
     return questions
 
@@ -87,14 +69,24 @@ def source_texts() -> dict[str, str]:
     return texts
 
 
-def load_documents(names: tuple[str, ...] | None = None) -> dict[str, bytes]:
-    """The files to upload, by name: text files as stored, PDFs typeset from their sources."""
+def document_names() -> list[str]:
+    names = [path.name for path in DOCS.iterdir()]
+    return sorted(names + [f"{path.stem}.pdf" for path in PDF_SOURCES.glob("*.txt")])
+
+
+def fast_documents() -> tuple[str, ...]:
+    return tuple(document_names()[::FAST_EVERY])
+
+
+def load_documents(fast: bool = False) -> dict[str, bytes]:
+    """The files to upload, by name: text files as stored, PDFs typeset from their sources;
+    with `fast`, those of the test suite's slice."""
     files = {path.name: path.read_bytes() for path in sorted(DOCS.iterdir())}
     for path in sorted(PDF_SOURCES.glob("*.txt")):
         pages = [page.strip() for page in path.read_text(encoding="utf-8").split(PAGE_BREAK)]
         files[f"{path.stem}.pdf"] = typeset(pages)
-    if names is not None:
-        files = {name: files[name] for name in names}
+    if fast:
+        files = {name: files[name] for name in fast_documents()}
     return files
 
 
