@@ -38,6 +38,7 @@ from bench.quality.run import (
     MODES,
     Rankings,
     ask_hybrid,
+    check_variant,
     rank_in_process,
     start_server,
     upload_corpus,
@@ -59,6 +60,7 @@ def machine() -> str:
 
 
 def collect(variant: str, fast: bool) -> tuple[list[Question], Rankings, float, int]:
+    check_variant(variant)
     files = load_documents(fast)
     questions = load_questions(fast)
     rankings = Rankings()
@@ -152,7 +154,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"Run {r['date']} on {r['machine']}: {r['documents']} documents, {r['chunks']} "
             f"chunks, {r['questions']} questions ({r['slice']} set); ingest through the HTTP "
             f"API {r['ingest_seconds']} s; hybrid query median {r['hybrid_query_median_ms']} "
-            f"ms over HTTP. In-process fusion of the text and vector lists matched the HTTP "
+            f"ms over HTTP (timings depend on the machine's load; the scores do not). "
+            f"In-process fusion of the text and vector lists matched the HTTP "
             f"ranking for {r['fusion_agrees_with_http']:.0%} of the questions.",
             "",
             "| Mode | nDCG@10 | recall@10 | MRR |",
@@ -174,10 +177,9 @@ def markdown(results: dict[str, Any]) -> str:
             lines += [
                 "",
                 f"Questions with no answer in the corpus: {n['questions']}. Their best vector "
-                f"match has median cosine {n['median_top_cosine']}; "
-                f"{n['confidently_wrong']} of them reach {n['threshold_cosine']}, the median "
-                "best cosine of answerable questions that vector search answers first "
-                "(confidently wrong).",
+                f"match has median cosine {n['median_top_cosine']}. Confidently wrong (best "
+                f"match at least {n['threshold_cosine']}, the median best cosine of answerable "
+                f"questions that vector search answers first): {n['confidently_wrong']}.",
             ]
         lines += ["", f"Hybrid at least as good as each alone: {r['hybrid_at_least_each_alone']}."]
         lines.append("")

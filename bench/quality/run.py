@@ -47,6 +47,22 @@ def variant_env(variant: str) -> dict[str, str]:
     return {EMBEDDER_ENV: VARIANTS[variant]}
 
 
+def embedder_name(variant: str) -> str:
+    """The name the variant's embedder stores with its vectors (made without loading it)."""
+    with _environment(variant_env(variant)):
+        return make_embedder(Settings()).name
+
+
+def check_variant(variant: str) -> None:
+    """Refuse a variant this build cannot select: its vectors would carry the float model's
+    name, and float results would be reported under the variant's."""
+    if variant != "float" and embedder_name(variant) == embedder_name("float"):
+        raise SystemExit(
+            f"{EMBEDDER_ENV}={VARIANTS[variant]} does not change the embedder in this build; "
+            f"no {variant} embedder to measure"
+        )
+
+
 @dataclass
 class Rankings:
     """Each mode's top DEPTH passages per question id, and what came with them."""
