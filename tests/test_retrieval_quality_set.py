@@ -10,23 +10,13 @@ same index). `python -m bench.bench_quality` scores the whole set the same way.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from bench.bench_quality import evaluate
-from bench.quality.corpus import (
-    Question,
-    fast_documents,
-    load_documents,
-    load_questions,
-    source_texts,
-)
-from bench.quality.run import Rankings, ask_hybrid, rank_in_process, start_server, upload_corpus
+from bench.bench_quality import collect, evaluate
+from bench.quality.corpus import Question, fast_documents, load_questions, source_texts
+from bench.quality.run import Rankings
 from bench.quality.scoring import DEPTH, holds, normalize, unheld
-
-from tests.support import new_agent
 
 NDCG_FLOOR = 0.92
 """Measured on this slice: hybrid nDCG@10 0.956 (text 0.931, vector 0.938). The floor sits
@@ -42,19 +32,9 @@ none of 20 on this slice, one of 20 on the whole set."""
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[Question], Rankings]]:
-    questions = load_questions(fast=True)
-    rankings = Rankings()
-    server = start_server(tmp_path_factory.mktemp("quality") / "data", "float")
-    try:
-        with server.login() as api:
-            agent_id = new_agent(api)["id"]
-            upload_corpus(api, agent_id, load_documents(fast=True))
-            ask_hybrid(api, agent_id, questions, rankings)
-    finally:
-        server.stop()
-    asyncio.run(rank_in_process(server.db_path, agent_id, questions, "float", rankings))
-    yield questions, rankings
+def measured() -> tuple[list[Question], Rankings]:
+    questions, rankings, _, _ = collect("float", fast=True)
+    return questions, rankings
 
 
 @pytest.fixture(scope="module")
