@@ -1,0 +1,194 @@
+"""Run the quality set against Palaver: upload the corpus to a real `palaver serve` over HTTP,
+ask every question through `POST /api/rag/query` (hybrid), then rank text-only and
+vector-only in this process with the server's own index class on the same SQLite file.
+
+The HTTP API has no switch for one method alone, and adding one only for a benchmark would
+widen the public contract. So once the server has stopped, `SqliteSearchIndex` opens its
+database, and `text_search` and `vector_search` (the two calls the server's hybrid search
+makes) rank each question; fusing those two lists the way the server does must give the
+ranking that the HTTP API returned, which `agreement` reports.
+
+The embedder variant reaches the server and this process as the environment variable
+`EMBEDDER_ENV`; it is assumed to be what selects the float or int8-quantized local model
+(see docs/NOTES.md). The embedder names stored with the vectors are returned so that the
+caller can check the variant really took effect.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support import Api, Server
+
+from bench.quality.corpus import Question
+from bench.quality.scoring import DEPTH, Passage
+from palaver.knowledge.embed import make_embedder
+from palaver.knowledge.fusion import DEPTH as FUSION_DEPTH
+from palaver.knowledge.fusion import fuse
+from palaver.knowledge.index.base import Space
+from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.settings import Settings
+from palaver.store.db import Database
+
+EMBEDDER_ENV = "PALAVER_EMBEDDING_PRECISION"
+VARIANTS = {"float": "float32", "quantized": "int8"}
+MODES = ("text", "vector", "hybrid")
+
+
+def variant_env(variant: str) -> dict[str, str]:
+    """The environment that selects the embedder variant, for the server and this process."""
+    return {EMBEDDER_ENV: VARIANTS[variant]}
+
+
+def embedder_name(variant: str) -> str:
+    """The name the variant's embedder stores with its vectors (made without loading it)."""
+    with _environment(variant_env(variant)):
+        return make_embedder(Settings()).name
+
+
+def check_variant(variant: str) -> None:
+    """Refuse a variant this build cannot select: its vectors would carry the float model's
+    name, and float results would be reported under the variant's."""
+    if variant != "float" and embedder_name(variant) == embedder_name("float"):
+        raise SystemExit(
+            f"{EMBEDDER_ENV}={VARIANTS[variant]} does not change the embedder in this build; "
+            f"no {variant} embedder to measure"
+        )
+
+
+@dataclass
+class Rankings:
+    """Each mode's top DEPTH passages per question id, and what came with them."""
+
+    ranked: dict[str, dict[str, list[Passage]]] = field(
+        default_factory=lambda: {mode: {} for mode in MODES}
+    )
+    top_cosine: dict[str, float] = field(default_factory=dict)
+    """The best vector hit's cosine similarity per question."""
+    agreement: float = 0.0
+    """Share of questions whose in-process fusion of the text and vector lists gives the same
+    top DEPTH chunks, in the same order, as the HTTP API."""
+    hybrid_ids: dict[str, list[str]] = field(default_factory=dict)
+    """The chunk ids the HTTP API returned, per question."""
+    hybrid_ms: list[float] = field(default_factory=list)
+    corpus: list[Passage] = field(default_factory=list)
+    """Every chunk the agent holds."""
+    embedders: list[str] = field(default_factory=list)
+    """The embedder names stored with the agent's chunk vectors."""
+
+
+def start_server(data_dir: Path, variant: str) -> Server:
+    server = Server(data_dir, env=variant_env(variant))
+    server.start()
+    return server
+
+
+def upload_corpus(api: Api, agent_id: str, files: dict[str, bytes]) -> float:
+    """Upload every document (one at a time, as a user would); returns the seconds taken."""
+    started = time.perf_counter()
+    for name, data in files.items():
+        kind = "application/pdf" if name.endswith(".pdf") else "text/plain"
+        response = api.post(
+            "/api/rag/upload",
+            files={"file": (name, data, kind)},
+            data={"agentId": agent_id},
+            timeout=300,
+        )
+        if response.status_code != 200:
+            raise RuntimeError(f"uploading {name} failed: {response.status_code} {response.text}")
+    return time.perf_counter() - started
+
+
+def ask_hybrid(api: Api, agent_id: str, questions: Sequence[Question], rankings: Rankings) -> None:
+    """Every question through the HTTP API; chunk ids are kept to compare with fusion."""
+    for question in questions:
+        started = time.perf_counter()
+        body: dict[str, Any] = api.ok(
+            "POST",
+            "/api/rag/query",
+            json={"agentId": agent_id, "query": question.text, "topK": DEPTH},
+        )
+        rankings.hybrid_ms.append((time.perf_counter() - started) * 1000)
+        rankings.ranked["hybrid"][question.id] = [
+            Passage(r["documentName"], r["content"]) for r in body["results"]
+        ]
+        rankings.hybrid_ids[question.id] = [r["chunkId"] for r in body["results"]]
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for a block (the embedder may read them when it loads)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _chunks(db_path: Path, agent_id: str) -> dict[str, Passage]:
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT c.id, d.name, c.content FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE c.agent_id = ?",
+            (agent_id,),
+        ).fetchall()
+    return {chunk_id: Passage(name, content) for chunk_id, name, content in rows}
+
+
+def _embedders(db_path: Path, agent_id: str) -> list[str]:
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT embedder FROM vectors WHERE agent_id = ? AND kind = 'chunk'",
+            (agent_id,),
+        ).fetchall()
+    return sorted(row[0] for row in rows)
+
+
+async def rank_in_process(
+    db_path: Path,
+    agent_id: str,
+    questions: Sequence[Question],
+    variant: str,
+    rankings: Rankings,
+) -> None:
+    """Text-only and vector-only rankings from the stopped server's database."""
+    chunks = _chunks(db_path, agent_id)
+    rankings.corpus = list(chunks.values())
+    rankings.embedders = _embedders(db_path, agent_id)
+    with _environment(variant_env(variant)):
+        embedder = make_embedder(Settings())
+        vectors = await embedder.embed([q.text for q in questions])
+    space = Space(embedder.name, embedder.dim)
+    if rankings.embedders != [space.embedder]:
+        raise RuntimeError(
+            f"the vectors were made by {rankings.embedders}, this process embeds with "
+            f"{space.embedder}: the variant did not reach both sides"
+        )
+    db = Database(f"sqlite+aiosqlite:///{db_path}")
+    index = SqliteSearchIndex(db)
+    agreeing = 0
+    try:
+        for question, vector in zip(questions, vectors, strict=True):
+            text = [h.id for h in await index.text_search(agent_id, question.text, FUSION_DEPTH)]
+            hits = await index.vector_search(agent_id, "chunk", vector, space, FUSION_DEPTH)
+            nearest = [h.id for h in hits]
+            rankings.top_cosine[question.id] = hits[0].score if hits else 0.0
+            rankings.ranked["text"][question.id] = [chunks[i] for i in text[:DEPTH]]
+            rankings.ranked["vector"][question.id] = [chunks[i] for i in nearest[:DEPTH]]
+            fused = [f.id for f in fuse(text, nearest)][:DEPTH]
+            agreeing += fused == rankings.hybrid_ids.get(question.id)
+    finally:
+        await db.dispose()
+    rankings.agreement = agreeing / len(questions) if questions else 1.0
