@@ -71,10 +71,9 @@ async def upload_document(
     result = await knowledge.ingest(
         svc, fields.get("agentId"), received, fields.get("visibility"), respond_async
     )
-    if respond_async:
+    if respond_async and result.document.status == "indexing":
         response.headers["Preference-Applied"] = "respond-async"
-        if result.document.status == "indexing":
-            response.status_code = 202
+        response.status_code = 202
     return result.as_json()
 
 
