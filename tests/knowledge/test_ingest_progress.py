@@ -9,7 +9,17 @@ from typing import Any
 
 import httpx
 
-from tests.support import Api, Guest, Server, Ws, free_port, new_agent, sql, unique
+from tests.support import (
+    Api,
+    Guest,
+    Server,
+    Ws,
+    free_port,
+    new_agent,
+    sql,
+    unique,
+    wait_until,
+)
 
 NOTES = b"# Orchard notes\n\nThe cider press is cleaned every Sunday.\n\nBees sit by the fence.\n"
 ASYNC = {"Prefer": "respond-async"}
@@ -99,7 +109,12 @@ def test_a_stop_during_indexing_leaves_the_document_failed(fresh_server: Server)
     fresh_server.start()
     with fresh_server.login() as owner:
         agent = new_agent(owner)["id"]
-        document = upload(owner, agent, unique_notes()).json()["document"]
+        document = upload(owner, agent, unique_notes(), ASYNC).json()["document"]
+        wait_until(
+            lambda: listed(owner, agent, document["id"])["status"] == "ready",
+            timeout=120,
+            what="indexing",
+        )
     fresh_server.stop()
     sql(fresh_server, "UPDATE documents SET status = 'indexing' WHERE id = ?", document["id"])
     fresh_server.start()

@@ -125,3 +125,6 @@ def test_the_agent_screens_are_accessible_and_photographed(
         page.emulate_media(color_scheme=scheme)
         assert serious(page) == [], ("form", scheme)
         shoot(page, f"admin-agent-form-desktop-{scheme}")
+    page.get_by_role("region", name="SOUL.md preview").scroll_into_view_if_needed()
+    page.emulate_media(color_scheme="light")
+    shoot(page, "admin-agent-form-soul-desktop-light")
