@@ -111,8 +111,8 @@ class ManageScheduleTool:
             agent_id=ctx.agent_id,
             channel_id=ctx.channel_id,
             created_by=ctx.user_id,
-            cron=_cron(cron) if cron is not None else None,
-            at=_future_time(at, now) if at is not None else None,
+            cron=cron_expression(cron) if cron is not None else None,
+            at=future_time(at, now) if at is not None else None,
             prompt=prompt,
             active=True,
             next_run_at=None,
@@ -160,7 +160,8 @@ class ManageScheduleTool:
         return _answer({"deleted": schedule_id})
 
 
-def _cron(expression: str) -> str:
+def cron_expression(expression: str) -> str:
+    """The expression normalized; ToolError (a readable sentence) if it is not five valid fields."""
     normalized = " ".join(expression.split())
     fields = len(normalized.split(" "))
     if not normalized.startswith("@") and fields != CRON_FIELDS:
@@ -173,7 +174,8 @@ def _cron(expression: str) -> str:
     return normalized
 
 
-def _future_time(text: str, now: datetime) -> datetime:
+def future_time(text: str, now: datetime) -> datetime:
+    """The ISO 8601 time in UTC (UTC if it has no zone); ToolError if unreadable or past."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError as exc:
