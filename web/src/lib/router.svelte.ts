@@ -13,7 +13,20 @@ const patterns: [string, string][] = [
   ["login", "/login"],
   ["channel", "/c/:channelId"],
   ["home", "/"],
+  ["adminAgents", "/admin/agents"],
+  ["adminAgentNew", "/admin/agents/new"],
+  ["adminAgent", "/admin/agents/:agentId"],
+  ["adminKnowledge", "/admin/agents/:agentId/knowledge"],
+  ["adminMemories", "/admin/agents/:agentId/memories"],
+  ["adminSchedules", "/admin/schedules"],
+  ["adminSettings", "/admin/settings"],
+  ["adminGuests", "/admin/guests"],
 ];
+
+/** The owner's screens: for a guest these routes do not exist (the page shows its 404). */
+export function isAdminRoute(route: Route): boolean {
+  return route.name.startsWith("admin");
+}
 
 function match(path: string): Route {
   const parts = path.split("/").filter(Boolean);
@@ -49,6 +62,11 @@ class Router {
 }
 
 export const router = new Router();
+
+export function agentPath(agentId: string, part: "" | "knowledge" | "memories" = ""): string {
+  const base = `/admin/agents/${encodeURIComponent(agentId)}`;
+  return part ? `${base}/${part}` : base;
+}
 
 export function channelPath(channelId: string): string {
   return `/c/${encodeURIComponent(channelId)}`;

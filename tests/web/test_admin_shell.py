@@ -1,0 +1,36 @@
+"""The owner's screens hang off one layout reached from the sidebar; a guest never sees it."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.support import Api, Guest, Server, unique
+from tests.web.conftest import Browse, log_in
+
+
+def test_owner_reaches_the_admin_screens_from_the_sidebar(
+    browse: Browse, web_server: Server
+) -> None:
+    page = browse.page()
+    log_in(page, web_server.owner_key)
+    page.get_by_role("link", name="Agents & settings").click()
+    page.wait_for_url("**/admin/agents")
+    admin = page.get_by_role("navigation", name="Administration")
+    expect(page.get_by_role("heading", level=1, name="Agents")).to_be_focused()
+    for section in ("Schedules", "Settings", "Guests", "Agents"):
+        admin.get_by_role("link", name=section).click()
+        expect(admin.get_by_role("link", name=section)).to_have_attribute("aria-current", "page")
+        expect(page.get_by_role("heading", level=1, name=section)).to_be_focused()
+
+
+def test_guest_typing_an_admin_address_gets_nothing(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    with Guest(web_server, web_owner, name=unique("Gus ")) as guest:
+        page = browse.page()
+        log_in(page, guest.key)
+        expect(page.get_by_role("link", name="Agents & settings")).to_have_count(0)
+        for path in ("/admin/agents", "/admin/agents/new", "/admin/settings", "/admin/guests"):
+            page.goto(path)
+            expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()
+            expect(page.get_by_role("navigation", name="Administration")).to_have_count(0)
