@@ -38,6 +38,8 @@ class Endpoint:
     reply, a chain that is not paused), 404 for a schedule (the matrix names none)."""
     errors: frozenset[int] = field(default_factory=frozenset)
     """The error statuses the OpenAPI schema documents beside 400, 401 and 500."""
+    successes: frozenset[int] = frozenset({200})
+    """The success statuses documented: 202 too where the client may ask to be answered early."""
     openapi_path: str | None = None
     """The path as the schema writes it, where it cannot be derived from `path`."""
 
@@ -148,6 +150,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         form=lambda t: {"agentId": t["agent"]},
         admin=True,
         errors=_e(403, 404, 408, 413, 415, 502),
+        successes=frozenset({200, 202}),
     ),
     Endpoint(
         "POST",

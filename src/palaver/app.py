@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
-from palaver.actions import auth
+from palaver.actions import auth, knowledge
 from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
@@ -124,6 +124,9 @@ def create_app(config: Config) -> FastAPI:
         svc.hosts.warn_if_open()
         recovered = await recover_interrupted(svc)
         paused = await svc.chains.recover()
+        failed = await knowledge.fail_interrupted(svc)
+        if failed:
+            log.info("marked %d documents failed whose indexing the last stop cut short", failed)
         if paused:
             log.info("paused %d chains that were running at the last stop", paused)
         if recovered:

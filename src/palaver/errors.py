@@ -22,10 +22,15 @@ log = logging.getLogger(__name__)
 class DomainError(Exception):
     status = 400
 
-    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, message: str, headers: dict[str, str] | None = None, field: str | None = None
+    ) -> None:
+        """`field`: the body field the error is about, answered as `field` so a form can show
+        the message beside it."""
         super().__init__(message)
         self.message = message
         self.headers = headers or {}
+        self.field = field
 
 
 class Invalid(DomainError):
@@ -75,6 +80,17 @@ _STATUS_TEXT = {
     415: "This kind of content is not supported.",
     429: "Too many requests; slow down.",
 }
+
+
+def _field_of(exc: RequestValidationError) -> str | None:
+    """The body field a validation failure is about (its top-level name), if any."""
+    errors = exc.errors()
+    if not errors or errors[0].get("type") == "json_invalid":
+        return None
+    loc = list(errors[0].get("loc", ()))
+    if not loc or loc[0] != "body" or len(loc) < 2:
+        return None
+    return str(loc[1])
 
 
 def _describe_validation(exc: RequestValidationError) -> str:
@@ -139,7 +155,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DomainError)
     async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
-        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
+        body = (
+            {"error": exc.message}
+            if exc.field is None
+            else {"error": exc.message, "field": exc.field}
+        )
+        return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(ProviderError)
     async def provider_error(_: Request, exc: ProviderError) -> JSONResponse:
@@ -148,7 +169,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": _describe_validation(exc)}, status_code=400)
+        body = {"error": _describe_validation(exc)}
+        field = _field_of(exc)
+        if field is not None:
+            body["field"] = field
+        return JSONResponse(body, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

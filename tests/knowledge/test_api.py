@@ -35,6 +35,9 @@ DOCUMENT_FIELDS = {
     "chunks",
     "visibility",
     "createdAt",
+    "status",
+    "error",
+    "progress",
 }
 RESULT_FIELDS = {
     "chunkId",

@@ -24,15 +24,17 @@ _MCP_TOOL = re.compile(r"^mcp:([A-Za-z0-9_.-]+):(.+)$")
 def _check_name(name: str) -> str:
     name = name.strip()
     if not 1 <= len(name) <= 64:
-        raise Invalid("An agent's name must be 1 to 64 characters.")
+        raise Invalid("An agent's name must be 1 to 64 characters.", field="name")
     if name.startswith("agent_"):
-        raise Invalid("An agent's name may not start with 'agent_', which is kept for ids.")
+        raise Invalid(
+            "An agent's name may not start with 'agent_', which is kept for ids.", field="name"
+        )
     return name
 
 
 def _check_avatar(avatar: str) -> str:
     if not emoji.purely_emoji(avatar) or len(emoji.emoji_list(avatar)) != 1:
-        raise Invalid("The avatar must be a single emoji.")
+        raise Invalid("The avatar must be a single emoji.", field="avatar")
     return avatar
 
 
@@ -40,7 +42,7 @@ def _check_model(svc: Services, model: str) -> str:
     """A model naming a provider the settings lack conflicts with them: 409, not 400."""
     problem = model_problem(svc.settings.current, model)
     if problem is not None:
-        raise (Conflict if well_formed_model(model) else Invalid)(problem)
+        raise (Conflict if well_formed_model(model) else Invalid)(problem, field="model")
     return model
 
 
@@ -50,10 +52,11 @@ def _check_tools(svc: Services, tools: list[str]) -> list[str]:
             continue
         match = _MCP_TOOL.match(tool)
         if match is None:
-            raise Invalid(f"Unknown tool '{tool}'.")
+            raise Invalid(f"Unknown tool '{tool}'.", field="tools")
         if match.group(1) not in svc.settings.current.mcpServers:
             raise Conflict(
-                f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured."
+                f"Unknown tool '{tool}': no MCP server '{match.group(1)}' is configured.",
+                field="tools",
             )
     return list(dict.fromkeys(tools))
 
@@ -101,7 +104,7 @@ async def create(svc: Services, fields: dict[str, Any]) -> Agent:
     )
     async with svc.db.write() as tx:
         if await agents.id_for_name(tx.conn, agent.name) is not None:
-            raise Conflict(f"An agent named '{agent.name}' exists already.")
+            raise Conflict(f"An agent named '{agent.name}' exists already.", field="name")
         await agents.create(tx.conn, agent)
     return agent
 
@@ -129,7 +132,7 @@ async def update(svc: Services, agent_id: str, fields: dict[str, Any]) -> Agent:
         if "name" in changes:
             holder = await agents.id_for_name(tx.conn, changes["name"])
             if holder is not None and holder != agent_id:
-                raise Conflict(f"An agent named '{changes['name']}' exists already.")
+                raise Conflict(f"An agent named '{changes['name']}' exists already.", field="name")
         updated = replace(agent, **changes, updated_at=utcnow())
         await agents.replace(tx.conn, updated)
     return updated

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -14,28 +15,104 @@ from palaver.actions import agents
 from palaver.api.multipart import UploadedFile
 from palaver.bus.base import user_topic
 from palaver.errors import Invalid
+from palaver.knowledge import documents as documents_repo
+from palaver.knowledge.documents import Document
 from palaver.knowledge.reindex import reindex_agent
 from palaver.knowledge.service import IngestResult, QueryResult
 from palaver.services import Services
 
 log = logging.getLogger(__name__)
-_running: set[asyncio.Task[None]] = set()
+_running: set[asyncio.Task[Any]] = set()
+_live: dict[str, int] = {}
+"""Chunks embedded so far, by document id, while it is indexed."""
 
 
 async def ingest(
-    svc: Services, agent_id: str | None, upload: UploadedFile, visibility: str | None = None
+    svc: Services,
+    agent_id: str | None,
+    upload: UploadedFile,
+    visibility: str | None = None,
+    respond_async: bool = False,
 ) -> IngestResult:
-    """Index an uploaded file in the agent's knowledge base; the received file is removed."""
+    """Index an uploaded file in the agent's knowledge base; the received file is removed.
+
+    With `respond_async`, the answer comes once the parsed document is recorded (`indexing`)
+    and the embedding goes on in the background. Either way the owner's sockets follow it as
+    `ingest_progress` events."""
     try:
         if not agent_id:
             raise Invalid("The form field 'agentId' is required.")
         data = await anyio.Path(upload.path).read_bytes()
-        return await svc.knowledge.ingest(
-            agent_id, upload.filename, data, "owner" if visibility is None else visibility
-        )
     finally:
         with contextlib.suppress(FileNotFoundError):
             await anyio.to_thread.run_sync(os.unlink, upload.path)
+    chosen = "owner" if visibility is None else visibility
+    recorded: asyncio.Future[Document] = asyncio.get_running_loop().create_future()
+    seen: dict[str, Document] = {}
+
+    async def progress(document: Document, done: int) -> None:
+        seen["document"] = document
+        _live[document.id] = done
+        if not recorded.done():
+            recorded.set_result(document)
+        await _publish(svc, document, done, "indexing")
+
+    async def run() -> IngestResult:
+        try:
+            result = await svc.knowledge.ingest(agent_id, upload.filename, data, chosen, progress)
+        except Exception:
+            if "document" in seen:
+                await _publish(svc, seen["document"], 0, "failed")
+            raise
+        finally:
+            if "document" in seen:
+                _live.pop(seen["document"].id, None)
+        if not result.duplicate:
+            await _publish(svc, result.document, result.document.chunks, "ready")
+        return result
+
+    if not respond_async:
+        return await run()
+    task = asyncio.create_task(run())
+    waiting: set[asyncio.Future[Any]] = {task, recorded}
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    if not recorded.done():
+        return task.result()
+    _running.add(task)
+    task.add_done_callback(_settled)
+    return IngestResult(recorded.result(), duplicate=False)
+
+
+def _settled(task: asyncio.Task[Any]) -> None:
+    """A background ingest's failure is on its document already; nothing is left to raise."""
+    _running.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.info("a background ingest failed: %s", task.exception())
+
+
+async def _publish(svc: Services, document: Document, done: int, status: str) -> None:
+    event = {
+        "type": "ingest_progress",
+        "data": {
+            "documentId": document.id,
+            "agentId": document.agent_id,
+            "done": done,
+            "total": document.chunks,
+            "status": status,
+        },
+    }
+    await svc.bus.publish(user_topic(svc.owner_id), event)
+
+
+def progress_of(document: Document) -> int | None:
+    """Chunks embedded so far of a document being indexed in this process."""
+    return _live.get(document.id)
+
+
+async def fail_interrupted(svc: Services) -> int:
+    """At start-up: ingests a stop cut short are `failed`, so none waits forever."""
+    async with svc.db.write() as tx:
+        return await documents_repo.fail_interrupted(tx.conn)
 
 
 async def query(svc: Services, agent_id: str, text: str, top_k: int) -> QueryResult:

@@ -107,6 +107,8 @@ NOT_BLANK = pattern(r"\S")
 class ErrorBody(BaseModel):
     error: str
     requestId: str | None = None
+    field: str | None = None
+    """The body field the error is about, when it is about one (for forms)."""
 
 
 _DESCRIPTIONS = {

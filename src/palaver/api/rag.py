@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 
 from palaver.actions import knowledge
@@ -32,6 +32,11 @@ class RagQuery(Body):
     responses={
         **errors(403, 404, 408, 413, 415, 502),
         **ok(schemas.Ingested, "The document, or the one with the same bytes"),
+        202: {
+            "model": schemas.Ingested,
+            "description": "With `Prefer: respond-async`: the document is recorded and being "
+            "indexed (`status` `indexing`); `ingest_progress` events follow it",
+        },
     },
     openapi_extra={
         "requestBody": {
@@ -51,15 +56,36 @@ class RagQuery(Body):
         }
     },
 )
-async def upload_document(request: Request, _: Owner, svc: Svc) -> dict[str, Any]:
+async def upload_document(
+    request: Request, response: Response, _: Owner, svc: Svc
+) -> dict[str, Any]:
     """PDF, Markdown or plain text, told apart by content; the same file twice is kept once.
-    `visibility` is `owner` (the default) or `members` (channels with guests may use it)."""
+    `visibility` is `owner` (the default) or `members` (channels with guests may use it).
+    With the header `Prefer: respond-async` (RFC 7240) the answer is 202 as soon as the file
+    is parsed and recorded, and the embedding goes on in the background."""
     limit = svc.settings.current.limits.maxUploadBytes
     received, fields = await read_upload(
         request, knowledge.incoming_dir(svc), limit, idle_seconds=svc.config.upload_idle_seconds
     )
-    result = await knowledge.ingest(svc, fields.get("agentId"), received, fields.get("visibility"))
+    respond_async = _prefers_async(request.headers.getlist("prefer"))
+    result = await knowledge.ingest(
+        svc, fields.get("agentId"), received, fields.get("visibility"), respond_async
+    )
+    if respond_async:
+        response.headers["Preference-Applied"] = "respond-async"
+        if result.document.status == "indexing":
+            response.status_code = 202
     return result.as_json()
+
+
+def _prefers_async(values: list[str]) -> bool:
+    """Whether any `Prefer` header asks for `respond-async` (preferences are comma-separated,
+    parameters follow `;`)."""
+    return any(
+        token.split(";", 1)[0].split("=", 1)[0].strip().lower() == "respond-async"
+        for value in values
+        for token in value.split(",")
+    )
 
 
 @router.post(
@@ -77,7 +103,8 @@ async def query(body: RagQuery, _: Owner, svc: Svc) -> dict[str, Any]:
 async def list_documents(
     _: Owner, svc: Svc, agentId: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
-    return {"documents": [d.as_json() for d in await svc.knowledge.documents(agentId)]}
+    found = await svc.knowledge.documents(agentId)
+    return {"documents": [d.as_json(knowledge.progress_of(d)) for d in found]}
 
 
 @router.put(

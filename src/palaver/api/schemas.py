@@ -201,6 +201,11 @@ class MemoryVersions(Shape):
     versions: list[MemoryVersion]
 
 
+class Progress(Shape):
+    done: int
+    total: int
+
+
 class Document(Shape):
     id: str
     agentId: str
@@ -211,6 +216,11 @@ class Document(Shape):
     chunks: int
     visibility: Visibility
     createdAt: str
+    status: Literal["indexing", "ready", "failed"]
+    """`indexing` while the chunks are embedded, then `ready`; `failed` says why in `error`."""
+    error: str | None
+    progress: Progress
+    """Chunks embedded so far, of all the document's chunks."""
 
 
 class DocumentList(Shape):

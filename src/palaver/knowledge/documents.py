@@ -17,6 +17,8 @@ from palaver.store.tables.knowledge import chunks, documents
 
 Visibility = Literal["owner", "members"]
 VISIBILITIES: tuple[str, ...] = ("owner", "members")
+Status = Literal["indexing", "ready", "failed"]
+INTERRUPTED = "Indexing was interrupted by a restart; upload the file again."
 """`owner`: only conversations without guests may draw on the document; `members`: channels
 with guests too. New documents are the owner's."""
 
@@ -33,8 +35,13 @@ class Document:
     content_hash: str
     created_at: datetime
     visibility: str = "owner"
+    status: str = "ready"
+    error: str | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, done: int | None = None) -> dict[str, Any]:
+        """`done`: the chunks embedded so far, while indexing (none before the first batch)."""
+        if done is None:
+            done = self.chunks if self.status == "ready" else 0
         return {
             "id": self.id,
             "agentId": self.agent_id,
@@ -45,6 +52,9 @@ class Document:
             "chunks": self.chunks,
             "visibility": self.visibility,
             "createdAt": iso(self.created_at),
+            "status": self.status,
+            "error": self.error,
+            "progress": {"done": done, "total": self.chunks},
         }
 
 
@@ -71,6 +81,8 @@ def _document(row: Any) -> Document:
         content_hash=row.content_hash,
         created_at=row.created_at,
         visibility=row.visibility,
+        status=row.status,
+        error=row.error,
     )
 
 
@@ -118,6 +130,12 @@ async def set_visibility(conn: AsyncConnection, document_id: str, visibility: st
 async def insert_with_chunks(
     conn: AsyncConnection, document: Document, parts: Sequence[tuple[str, Chunk]]
 ) -> None:
+    await insert_record(conn, document)
+    await insert_chunks(conn, document, parts)
+
+
+async def insert_record(conn: AsyncConnection, document: Document) -> None:
+    """The document without its chunks: what the list shows while they are embedded."""
     await conn.execute(
         insert(documents).values(
             id=document.id,
@@ -130,8 +148,15 @@ async def insert_with_chunks(
             content_hash=document.content_hash,
             created_at=document.created_at,
             visibility=document.visibility,
+            status=document.status,
+            error=document.error,
         )
     )
+
+
+async def insert_chunks(
+    conn: AsyncConnection, document: Document, parts: Sequence[tuple[str, Chunk]]
+) -> None:
     rows = [
         {
             "id": chunk_id,
@@ -193,3 +218,21 @@ async def load_chunks(
         for row in await conn.execute(query)
         if row.agent_id == agent_id
     }
+
+
+async def set_status(
+    conn: AsyncConnection, document_id: str, status: str, error: str | None = None
+) -> None:
+    await conn.execute(
+        update(documents).where(documents.c.id == document_id).values(status=status, error=error)
+    )
+
+
+async def fail_interrupted(conn: AsyncConnection) -> int:
+    """Documents a stop left `indexing` never finish: say so, rather than spin forever."""
+    result = await conn.execute(
+        update(documents)
+        .where(documents.c.status == "indexing")
+        .values(status="failed", error=INTERRUPTED)
+    )
+    return result.rowcount

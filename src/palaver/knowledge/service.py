@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 import numpy as np
 
-from palaver.errors import Invalid, NotFound
+from palaver.errors import DomainError, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk, chunk_document, embedding_text
@@ -24,10 +24,13 @@ from palaver.knowledge.fusion import DEPTH, fuse
 from palaver.knowledge.index.base import Entry, SearchIndex, Space
 from palaver.knowledge.parse import ParsedDocument, UnreadableDocument, parse_document
 from palaver.knowledge.rerank import RERANK_DEPTH, Reranker
+from palaver.llm.base import ProviderError
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 
 MAX_TOP_K = 20
+IngestProgress = Callable[[Document, int], Awaitable[None]]
+"""Told the recorded document and how many of its chunks are embedded so far."""
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -104,11 +107,20 @@ class KnowledgeBase:
         self._embedder = embedder
 
     async def ingest(
-        self, agent_id: str, filename: str, data: bytes, visibility: str = "owner"
+        self,
+        agent_id: str,
+        filename: str,
+        data: bytes,
+        visibility: str = "owner",
+        progress: IngestProgress | None = None,
     ) -> IngestResult:
         """Parse, chunk, embed and index a document. Raises NotFound for an unknown agent,
         UnsupportedDocument (415) or UnreadableDocument (400) for a bad file. A duplicate keeps
-        the visibility it has."""
+        the visibility it has; a failed earlier upload of the same bytes is replaced.
+
+        The parsed document is recorded `indexing` before its chunks are embedded, and
+        `progress(document, done)` is awaited then (done 0) and as chunks are embedded. A
+        failure afterwards leaves the record `failed` with the reason, and no chunk of it."""
         _check_visibility(visibility)
         name = document_name(filename)
         digest = await anyio.to_thread.run_sync(_sha256, data)
@@ -116,14 +128,11 @@ class KnowledgeBase:
             if not await repo.agent_exists(conn, agent_id):
                 raise NotFound(f"There is no agent '{agent_id}'.")
             existing = await repo.find_by_hash(conn, agent_id, digest)
-        if existing is not None:
+        if existing is not None and existing.status != "failed":
             return IngestResult(existing, duplicate=True)
         parsed, parts = await anyio.to_thread.run_sync(_prepare, name, data)
         if not parts:
             raise UnreadableDocument("The document contains no text.")
-        embedder = self._embedder()
-        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in parts])
-        space = Space(embedder.name, int(vectors.shape[1]))
         document = Document(
             id=new_id("doc"),
             agent_id=agent_id,
@@ -135,18 +144,44 @@ class KnowledgeBase:
             content_hash=digest,
             created_at=utcnow(),
             visibility=visibility,
+            status="indexing",
         )
-        ids = [new_id("chunk") for _ in parts]
         async with self._db.write() as tx:
             if not await repo.agent_exists(tx.conn, agent_id):
                 raise NotFound(f"There is no agent '{agent_id}'.")
             existing = await repo.find_by_hash(tx.conn, agent_id, digest)
-            if existing is not None:
+            if existing is not None and existing.status != "failed":
                 return IngestResult(existing, duplicate=True)
-            await repo.insert_with_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
-            entries = [Entry(i, type=visibility) for i in ids]
-            await self._index.put(tx, agent_id, "chunk", entries, vectors, space)
-        return IngestResult(document, duplicate=False)
+            if existing is not None:
+                await repo.delete_document(tx.conn, existing.id)
+            await repo.insert_record(tx.conn, document)
+        try:
+            if progress is not None:
+                await progress(document, 0)
+            embedder = self._embedder()
+            vectors = await embedder.embed(
+                [embedding_text(c.heading_path, c.content) for c in parts]
+            )
+            if progress is not None:
+                await progress(document, len(parts))
+            space = Space(embedder.name, int(vectors.shape[1]))
+            ids = [new_id("chunk") for _ in parts]
+            async with self._db.write() as tx:
+                if await repo.get(tx.conn, document.id) is None:
+                    raise NotFound("The document was deleted while it was being indexed.")
+                await repo.insert_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
+                entries = [Entry(i, type=visibility) for i in ids]
+                await self._index.put(tx, agent_id, "chunk", entries, vectors, space)
+                await repo.set_status(tx.conn, document.id, "ready")
+        except Exception as error:
+            await self._fail(document.id, _reason(error))
+            raise
+        return IngestResult(replace(document, status="ready"), duplicate=False)
+
+    async def _fail(self, document_id: str, reason: str) -> None:
+        with anyio.CancelScope(shield=True):
+            async with self._db.write() as tx:
+                await repo.set_status(tx.conn, document_id, "failed", reason)
 
     async def documents(self, agent_id: str) -> list[Document]:
         """Newest first."""
@@ -305,6 +340,14 @@ class KnowledgeBase:
             await self._index.put(
                 tx, agent_id, "chunk", entries, vectors[np.array(keep, int)], space
             )
+
+
+def _reason(error: Exception) -> str:
+    """What the document list says of a failed ingest: the readable reasons our own errors and
+    providers give, never an internal one."""
+    if isinstance(error, (DomainError, ProviderError)):
+        return f"Indexing failed: {error}"
+    return "Indexing failed on the server; try again."
 
 
 def _check_visibility(visibility: str) -> None:

@@ -2,17 +2,34 @@
  * Typed HTTP calls. The session lives in an HttpOnly cookie the browser sends by itself, so no
  * token ever passes through this code.
  */
-import type { Agent, Chain, Channel, Message, User } from "./types";
+import type {
+  Agent,
+  AgentFull,
+  Chain,
+  Channel,
+  KbDocument,
+  Memory,
+  MemoryType,
+  MemoryVersion,
+  Message,
+  Model,
+  Passage,
+  ToolInfo,
+  User,
+} from "./types";
 
 export class ApiError extends Error {
   readonly status: number;
   /** Seconds to wait, from `Retry-After` (or `X-RateLimit-Reset`) on a 429. */
   readonly retryAfter: number | null;
+  /** The body field the server's error is about, when it names one (forms show it there). */
+  readonly field: string | null;
 
-  constructor(status: number, message: string, retryAfter: number | null) {
+  constructor(status: number, message: string, retryAfter: number | null, field: string | null = null) {
     super(message);
     this.status = status;
     this.retryAfter = retryAfter;
+    this.field = field;
   }
 }
 
@@ -34,15 +51,17 @@ function retryAfterOf(response: Response): number | null {
 
 async function failure(response: Response): Promise<ApiError> {
   let message = `${response.status} ${response.statusText}`.trim();
+  let field: string | null = null;
   try {
     const body: unknown = await response.json();
     if (body && typeof body === "object" && "error" in body && typeof body.error === "string") {
       message = body.error;
+      if ("field" in body && typeof body.field === "string") field = body.field;
     }
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(response.status, message, retryAfterOf(response));
+  return new ApiError(response.status, message, retryAfterOf(response), field);
 }
 
 export interface RequestOptions {
@@ -80,6 +99,20 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
   return (await response.json()) as T;
 }
 
+export interface AgentFields {
+  name?: string;
+  avatar?: string;
+  description?: string;
+  model?: string;
+  tools?: string[];
+  soul?: string;
+  autoInjectMemory?: boolean;
+}
+
+function memoriesPath(agentId: string): string {
+  return `/api/agents/${encodeURIComponent(agentId)}/memories`;
+}
+
 export const api = {
   login: (password: string) =>
     request<{ ok: boolean }>("/api/login", { method: "POST", body: { password } }),
@@ -98,6 +131,77 @@ export const api = {
       .users,
 
   agents: async () => (await request<{ agents: Agent[] }>("/api/agents")).agents,
+  agent: async (id: string) =>
+    (await request<{ agent: AgentFull }>(`/api/agents/${encodeURIComponent(id)}`)).agent,
+  createAgent: async (body: AgentFields) =>
+    (await request<{ agent: AgentFull }>("/api/agents", { method: "POST", body })).agent,
+  updateAgent: async (id: string, body: AgentFields) =>
+    (
+      await request<{ agent: AgentFull }>(`/api/agents/${encodeURIComponent(id)}`, {
+        method: "PUT",
+        body,
+      })
+    ).agent,
+  deleteAgent: (id: string) =>
+    request<{ ok: boolean }>(`/api/agents/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  models: () => request<{ models: Model[]; errors: Record<string, string> }>("/api/models"),
+  tools: () =>
+    request<{ tools: ToolInfo[]; mcpServers: Record<string, Record<string, unknown>> }>(
+      "/api/tools",
+    ),
+
+  documents: async (agentId: string) =>
+    (await request<{ documents: KbDocument[] }>("/api/rag/documents", { query: { agentId } }))
+      .documents,
+  deleteDocument: (id: string) =>
+    request<{ ok: boolean }>(`/api/rag/documents/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  setVisibility: async (id: string, visibility: "owner" | "members") =>
+    (
+      await request<{ document: KbDocument }>(`/api/rag/documents/${encodeURIComponent(id)}`, {
+        method: "PUT",
+        body: { visibility },
+      })
+    ).document,
+  ragQuery: (agentId: string, query: string, topK: number) =>
+    request<{ results: Passage[]; reranked: boolean }>("/api/rag/query", {
+      method: "POST",
+      body: { agentId, query, topK },
+    }),
+  reindex: (agentId: string) =>
+    request<{ ok: boolean }>(`/api/agents/${encodeURIComponent(agentId)}/reindex`, {
+      method: "POST",
+    }),
+
+  memories: async (agentId: string, type?: MemoryType, q?: string) =>
+    (
+      await request<{ memories: Memory[] }>(memoriesPath(agentId), {
+        query: { type, q: q || undefined, limit: q ? 50 : undefined },
+      })
+    ).memories,
+  updateMemory: async (agentId: string, id: string, body: { content?: string; type?: MemoryType }) =>
+    (
+      await request<{ memory: Memory }>(`${memoriesPath(agentId)}/${encodeURIComponent(id)}`, {
+        method: "PUT",
+        body,
+      })
+    ).memory,
+  deleteMemory: (agentId: string, id: string) =>
+    request<{ ok: boolean }>(`${memoriesPath(agentId)}/${encodeURIComponent(id)}`, {
+      method: "DELETE",
+    }),
+  memoryVersions: async (agentId: string, id: string) =>
+    (
+      await request<{ versions: MemoryVersion[] }>(
+        `${memoriesPath(agentId)}/${encodeURIComponent(id)}/versions`,
+      )
+    ).versions,
+  restoreMemory: async (agentId: string, id: string, version: number) =>
+    (
+      await request<{ memory: Memory }>(
+        `${memoriesPath(agentId)}/${encodeURIComponent(id)}/restore`,
+        { method: "POST", body: { version } },
+      )
+    ).memory,
   guests: async () => (await request<{ guests: User[] }>("/api/guests")).guests,
 
   messages: async (channelId: string, limit: number, before?: string) =>
@@ -132,25 +236,31 @@ export const api = {
     ).chain,
 };
 
-export interface UploadHandle {
-  promise: Promise<string>;
+export interface UploadHandle<T> {
+  promise: Promise<T>;
   abort: () => void;
 }
 
-/** Upload one file with progress (fetch cannot report upload progress; XHR can). */
-export function upload(file: File, onProgress: (fraction: number) => void): UploadHandle {
+/** Send a form with upload progress (fetch cannot report upload progress; XHR can). */
+function sendForm<T>(
+  url: string,
+  form: FormData,
+  headers: Record<string, string>,
+  onProgress: (fraction: number) => void,
+): UploadHandle<T> {
   const xhr = new XMLHttpRequest();
-  const promise = new Promise<string>((resolve, reject) => {
-    xhr.open("POST", "/api/upload");
+  const promise = new Promise<T>((resolve, reject) => {
+    xhr.open("POST", url);
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
     xhr.responseType = "json";
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     };
     xhr.onload = () => {
-      const body = xhr.response as { url?: string; error?: string } | null;
-      if (xhr.status === 200 && body?.url) {
+      const body = xhr.response as (T & { error?: string; field?: string }) | null;
+      if (xhr.status >= 200 && xhr.status < 300 && body) {
         onProgress(1);
-        resolve(body.url);
+        resolve(body);
       } else {
         if (xhr.status === 401) onUnauthenticated();
         const retry = Number(xhr.getResponseHeader("retry-after"));
@@ -159,15 +269,40 @@ export function upload(file: File, onProgress: (fraction: number) => void): Uplo
             xhr.status,
             body?.error ?? `Upload failed (${xhr.status}).`,
             Number.isFinite(retry) && retry > 0 ? retry : null,
+            body?.field ?? null,
           ),
         );
       }
     };
     xhr.onerror = () => reject(new ApiError(0, "The upload failed: network error.", null));
     xhr.onabort = () => reject(new ApiError(0, "The upload was cancelled.", null));
-    const form = new FormData();
-    form.append("file", file, file.name);
     xhr.send(form);
   });
   return { promise, abort: () => xhr.abort() };
+}
+
+/** Upload one file for a message; resolves with its URL. */
+export function upload(file: File, onProgress: (fraction: number) => void): UploadHandle<string> {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  const sent = sendForm<{ url: string }>("/api/upload", form, {}, onProgress);
+  return {
+    promise: sent.promise.then((body) => body.url),
+    abort: sent.abort,
+  };
+}
+
+/**
+ * Upload one document into an agent's knowledge base. `Prefer: respond-async` makes the server
+ * answer once the file is parsed and recorded; its embedding then arrives as `ingest_progress`.
+ */
+export function uploadDocument(
+  file: File,
+  agentId: string,
+  onProgress: (fraction: number) => void,
+): UploadHandle<{ document: KbDocument; duplicate: boolean }> {
+  const form = new FormData();
+  form.append("agentId", agentId);
+  form.append("file", file, file.name);
+  return sendForm("/api/rag/upload", form, { Prefer: "respond-async" }, onProgress);
 }

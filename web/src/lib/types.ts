@@ -19,6 +19,89 @@ export interface Agent {
   status: string;
 }
 
+/** The whole agent, as the owner reads it. */
+export interface AgentFull extends Agent {
+  soul: string;
+  autoInjectMemory: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Model {
+  id: string;
+  provider: string;
+  name: string;
+  label: string;
+}
+
+export interface ToolInfo {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  source: "builtin" | "mcp";
+}
+
+export type DocumentStatus = "indexing" | "ready" | "failed";
+
+export interface KbDocument {
+  id: string;
+  agentId: string;
+  name: string;
+  kind: string;
+  bytes: number;
+  pages: number | null;
+  chunks: number;
+  visibility: "owner" | "members";
+  createdAt: string;
+  status: DocumentStatus;
+  error: string | null;
+  progress: { done: number; total: number };
+}
+
+export interface Passage {
+  chunkId: string;
+  documentId: string;
+  documentName: string;
+  content: string;
+  headingPath: string[];
+  page: number | null;
+  score: number;
+  relevance: number | null;
+}
+
+export type MemoryType = "semantic" | "episodic" | "procedural";
+
+export interface Memory {
+  id: string;
+  agentId: string;
+  type: MemoryType;
+  content: string;
+  channelId: string | null;
+  sourceMessageId: string | null;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+  similarity?: number;
+}
+
+export interface MemoryVersion {
+  memoryId: string;
+  version: number;
+  content: string;
+  type: MemoryType;
+  channelId: string | null;
+  sourceMessageId: string | null;
+  createdAt: string;
+}
+
+export interface IngestProgressEvent {
+  documentId: string;
+  agentId: string;
+  done: number;
+  total: number;
+  status: DocumentStatus;
+}
+
 export interface Channel {
   id: string;
   name: string;
@@ -99,4 +182,6 @@ export type ServerEvent =
     }
   | { type: "tool_result"; data: { messageId: string; toolName: string; result: string } }
   | { type: "collab_status"; data: ChainStatusEvent }
+  | { type: "ingest_progress"; data: IngestProgressEvent }
+  | { type: "reindex_progress"; data: { agentId: string; done: number; total: number } }
   | { type: "error"; data: { code: string; message: string } };
