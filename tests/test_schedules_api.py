@@ -70,9 +70,12 @@ def test_creating_a_schedule_refuses_what_could_never_run(owner: Api) -> None:
     base = {"agentId": agent["id"], "channelId": channel["id"], "prompt": "p"}
     cases: list[tuple[dict[str, Any], int, str]] = [
         ({**base, "schedule": "every day"}, 400, "five fields"),
-        ({**base, "schedule": "61 * * * *"}, 400, "not a valid cron"),
-        ({**base, "at": "2001-01-01T00:00:00Z"}, 400, "not in the future"),
+        ({**base, "schedule": "61 * * * *"}, 400, "five fields"),
+        ({**base, "schedule": "0 0 31 2 *"}, 400, "never comes due"),
+        ({**base, "at": "2001-01-01T00:00:00Z"}, 409, "not in the future"),
         ({**base, "at": "tomorrow"}, 400, "ISO 8601"),
+        ({**base, "at": "2030-02-30T00:00:00Z"}, 400, "ISO 8601"),
+        ({**base, "at": "2030-01-01T00:00:00"}, 400, "with its offset"),
         ({**base, "at": _soon(60), "schedule": "* * * * *"}, 400, "exactly one"),
         ({**base, "prompt": "   ", "at": _soon(60)}, 400, "prompt"),
         ({**base, "agentId": outsider["id"], "at": _soon(60)}, 409, "not a member"),

@@ -23,7 +23,7 @@ from palaver.tools.schedule import (
     MAX_ACTIVE_PER_AGENT,
     MAX_PROMPT_CHARS,
     cron_expression,
-    future_time,
+    parse_time,
 )
 
 
@@ -76,13 +76,14 @@ async def create(
         raise Invalid("Give exactly one of `schedule` (cron, repeating) and `at` (once).")
     now = svc.scheduler.clock()
     try:
+        moment = parse_time(at) if at is not None else None
         schedule = Schedule(
             id=new_id("sched"),
             agent_id=agent_id,
             channel_id=channel_id,
             created_by=owner.id,
             cron=cron_expression(cron) if cron is not None else None,
-            at=future_time(at, now) if at is not None else None,
+            at=moment,
             prompt=prompt,
             active=True,
             next_run_at=None,
@@ -94,6 +95,9 @@ async def create(
         raise Invalid(str(exc)) from None
     except CroniterError:
         raise Invalid(f"The cron expression '{cron}' never comes due.") from None
+    if moment is not None and moment <= now:
+        # Well formed, but the clock has passed it: at odds with the present, like a 409.
+        raise Conflict(f"'{at}' is not in the future (it is now {iso(now)}).")
     async with svc.db.write() as tx:
         if await agents_store.get(tx.conn, agent_id) is None:
             raise NotFound(f"No agent has the id '{agent_id}'.")

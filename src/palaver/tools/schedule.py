@@ -174,15 +174,22 @@ def cron_expression(expression: str) -> str:
     return normalized
 
 
-def future_time(text: str, now: datetime) -> datetime:
-    """The ISO 8601 time in UTC (UTC if it has no zone); ToolError if unreadable or past."""
+def parse_time(text: str) -> datetime:
+    """The ISO 8601 (or RFC 3339) time in UTC, UTC if it has no zone; ToolError if unreadable."""
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text.strip().upper())
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError as exc:
         raise ToolError(
             f"'{text}' is not an ISO 8601 time, such as '2030-01-31T09:00:00Z'."
         ) from exc
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise ToolError(f"'{text}' is out of the range of years 1 to 9999 in UTC.") from exc
+
+
+def future_time(text: str, now: datetime) -> datetime:
+    """The time as `parse_time` reads it; ToolError if it is not after `now`."""
+    moment = parse_time(text)
     if moment <= now:
         raise ToolError(f"'{text}' is not in the future (it is now {now.isoformat()}).")
     return moment
