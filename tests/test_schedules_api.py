@@ -77,6 +77,7 @@ def test_creating_a_schedule_refuses_what_could_never_run(owner: Api) -> None:
         ({**base, "at": "2030-02-30T00:00:00Z"}, 400, "ISO 8601"),
         ({**base, "at": "2030-01-01T00:00:00"}, 400, "with its offset"),
         ({**base, "at": _soon(60), "schedule": "* * * * *"}, 400, "exactly one"),
+        ({**base, "schedule": None}, 400, "exactly one"),
         ({**base, "prompt": "   ", "at": _soon(60)}, 400, "prompt"),
         ({**base, "agentId": outsider["id"], "at": _soon(60)}, 409, "not a member"),
         ({**base, "agentId": "agent_none", "at": _soon(60)}, 404, "agent_none"),

@@ -52,11 +52,16 @@ router = APIRouter(prefix="/api/schedules", tags=["schedules"], route_class=Stri
 
 
 class CreateSchedule(Body):
-    """Exactly one of `schedule` (a five-field cron expression, UTC) and `at` (an ISO 8601
-    time in the future, UTC unless it carries an offset)."""
+    """Exactly one of `schedule` (a five-field cron expression, UTC) and `at` (an RFC 3339
+    time in the future) is a string; null is the same as leaving the field out."""
 
     model_config = ConfigDict(
-        json_schema_extra={"oneOf": [{"required": ["schedule"]}, {"required": ["at"]}]}
+        json_schema_extra={
+            "oneOf": [
+                {"required": [name], "properties": {name: {"type": "string"}}}
+                for name in ("schedule", "at")
+            ]
+        }
     )
 
     agentId: str = Field(min_length=1)
