@@ -35,7 +35,7 @@ class Endpoint:
     """The kind of target this request uses up, made fresh for each request."""
     owner_status: int = 200
     """What the owner gets: 409 where the target is in no state to be acted on (a finished
-    reply, a chain that is not paused), 404 for a schedule (only an agent's tool makes one)."""
+    reply, a chain that is not paused), 404 for a schedule (the matrix names none)."""
     errors: frozenset[int] = field(default_factory=frozenset)
     """The error statuses the OpenAPI schema documents beside 400, 401 and 500."""
     successes: frozenset[int] = frozenset({200})
@@ -211,7 +211,34 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint("GET", "/api/schedules", admin=True, errors=_e(403, 404)),
     Endpoint(
+        "POST",
+        "/api/schedules",
+        json=lambda t: {
+            "agentId": t["agent"],
+            "channelId": t["channel"],
+            "prompt": "later",
+            "at": "2999-01-01T00:00:00Z",
+        },
+        admin=True,
+        errors=_e(403, 404, 409),
+    ),
+    Endpoint(
+        "PATCH",
+        "/api/schedules/{schedule}",
+        json=lambda t: {"active": False},
+        admin=True,
+        owner_status=404,
+        errors=_e(403, 404, 409),
+    ),
+    Endpoint(
         "DELETE", "/api/schedules/{schedule}", admin=True, owner_status=404, errors=_e(403, 404)
+    ),
+    Endpoint(
+        "POST",
+        "/api/settings/providers/test",
+        json=lambda t: {"type": "builtin"},
+        admin=True,
+        errors=_e(403),
     ),
 )
 

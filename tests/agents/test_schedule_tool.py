@@ -76,7 +76,7 @@ def test_the_owner_sees_and_stops_schedules(make_room: Any, fake_openai: FakeOpe
         room, fake_openai, {"action": "create", "schedule": NEVER_SOON, "prompt": "Year report"}
     )
     [schedule] = listed(room.api, agentId=agent_id)
-    assert schedule == created["created"]
+    assert schedule == {**created["created"], "state": "active", "lastResult": None}
     assert schedule["schedule"] == NEVER_SOON and schedule["at"] is None
     assert schedule["channelId"] == room.id and schedule["active"] is True
     assert schedule["nextRunAt"].endswith("-01-01T00:00:00.000Z")

@@ -130,6 +130,7 @@ class Browse:
         viewport: dict[str, int] | None = None,
         color_scheme: str = "light",
         server: Server | None = None,
+        timezone_id: str = "UTC",
     ) -> Any:
         target = server or self.server
         context = self.browser.new_context(
@@ -138,7 +139,7 @@ class Browse:
             color_scheme=color_scheme,
             reduced_motion="reduce",
             locale="en-GB",
-            timezone_id="UTC",
+            timezone_id=timezone_id,
         )
         context.set_default_timeout(10_000)
         watch = Watch()

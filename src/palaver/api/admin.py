@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from palaver.actions import guests
+from palaver.actions import guests, provider_test
 from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, check_encodable, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 from palaver.errors import Invalid
-from palaver.settings import Settings, masked
+from palaver.settings import ProviderConfig, Settings, masked
 
 router = APIRouter(prefix="/api", tags=["admin"], route_class=StrictJsonRoute)
 
@@ -76,6 +76,32 @@ async def put_settings(patch: dict[str, Any], _: Owner, svc: Svc) -> dict[str, A
     except ValueError as exc:
         raise Invalid(f"Invalid settings: {exc}.") from None
     return {"settings": masked(await svc.settings.update(patch))}
+
+
+class TestProvider(Body):
+    """A provider's settings as the settings form holds them; with the `id` of a stored
+    provider, a masked key or base URL sent back means the stored one."""
+
+    id: str | None = Field(default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    type: Literal["openai", "anthropic", "builtin"]
+    baseUrl: str | None = Field(default=None, max_length=2048)
+    apiKey: str | None = Field(default=None, max_length=4096)
+
+
+@router.post(
+    "/settings/providers/test",
+    responses={**errors(403), **ok(schemas.ProviderTest, "The provider's models, or its error")},
+)
+async def test_provider(body: TestProvider, _: Owner, svc: Svc) -> dict[str, Any]:
+    """Asks the provider for its models, at most 15 seconds; a provider that refuses or cannot
+    be reached is an answer (`ok: false` with its error, never holding the key), not a failure
+    of this request."""
+    config = ProviderConfig(type=body.type, baseUrl=body.baseUrl or None, apiKey=body.apiKey)
+    config = provider_test.resolved(svc.settings.current, body.id, config)
+    models, error = await provider_test.try_provider(body.id or "new", config)
+    if error is not None:
+        return {"ok": False, "error": error}
+    return {"ok": True, "models": models}
 
 
 @router.get("/guests", responses={**errors(403), **ok(schemas.GuestList, "Every guest")})

@@ -254,6 +254,15 @@ class QueryAnswer(Shape):
     reranked: bool
 
 
+class ScheduleRun(Shape):
+    status: Literal["fired", "skipped"]
+    reason: str | None
+    """Why a run was skipped: `missed`, `late`, `not_in_channel`, `rate_limited`."""
+    dueAt: str
+    messageId: str | None
+    """The prompt posted in the channel, for a fired run."""
+
+
 class Schedule(Shape):
     id: str
     agentId: str
@@ -266,10 +275,26 @@ class Schedule(Shape):
     lastRunAt: str | None
     active: bool
     createdAt: str
+    state: Literal["active", "paused", "done"]
+    """`done`: a one-shot that has run (or was skipped)."""
+    lastResult: ScheduleRun | None
+    """The latest recorded due time's outcome; null before the first."""
 
 
 class ScheduleList(Shape):
     schedules: list[Schedule]
+
+
+class ScheduleAnswer(Shape):
+    schedule: Schedule
+
+
+class ProviderTest(Shape):
+    ok: bool
+    models: list[str] = []
+    """The provider's model names, when it answered."""
+    error: str | None = None
+    """The provider's error, when it did not; never holds the key."""
 
 
 class Model(Shape):

@@ -35,7 +35,9 @@ async def build_provider(provider_id: str, config: ProviderConfig) -> ModelProvi
         return BuiltinProvider(provider_id)
     module_name, class_name = _ADAPTERS[config.type]
     module = sys.modules.get(module_name)
-    if module is None:
+    if module is None or not hasattr(module, class_name):
+        # Absent, or still being imported by another thread (two first uses at once):
+        # import_module waits for that import to finish.
         module = await anyio.to_thread.run_sync(importlib.import_module, module_name)
     return cast(ModelProvider, getattr(module, class_name)(provider_id, config))
 

@@ -212,3 +212,37 @@ async def advance(
         )
     )
     return result.rowcount == 1
+
+
+async def set_active(
+    conn: AsyncConnection, schedule_id: str, active: bool, next_run_at: datetime | None
+) -> bool:
+    """Pause (keeping the due time, so a paused schedule is told from a finished one) or
+    resume from a new due time."""
+    result = await conn.execute(
+        update(schedules)
+        .where(schedules.c.id == schedule_id)
+        .values(active=active, next_run_at=next_run_at)
+    )
+    return result.rowcount == 1
+
+
+async def last_runs(conn: AsyncConnection, schedule_ids: list[str]) -> dict[str, Run]:
+    """Each schedule's latest recorded run, for those that have one."""
+    if not schedule_ids:
+        return {}
+    latest = (
+        select(schedule_runs.c.schedule_id, func.max(schedule_runs.c.due_at).label("due_at"))
+        .where(schedule_runs.c.schedule_id.in_(schedule_ids))
+        .group_by(schedule_runs.c.schedule_id)
+        .subquery()
+    )
+    query = select(schedule_runs).join(
+        latest,
+        (schedule_runs.c.schedule_id == latest.c.schedule_id)
+        & (schedule_runs.c.due_at == latest.c.due_at),
+    )
+    return {
+        row.schedule_id: Run(row.schedule_id, row.due_at, row.status, row.reason, row.message_id)
+        for row in await conn.execute(query)
+    }

@@ -111,8 +111,8 @@ class ManageScheduleTool:
             agent_id=ctx.agent_id,
             channel_id=ctx.channel_id,
             created_by=ctx.user_id,
-            cron=_cron(cron) if cron is not None else None,
-            at=_future_time(at, now) if at is not None else None,
+            cron=cron_expression(cron) if cron is not None else None,
+            at=future_time(at, now) if at is not None else None,
             prompt=prompt,
             active=True,
             next_run_at=None,
@@ -160,7 +160,8 @@ class ManageScheduleTool:
         return _answer({"deleted": schedule_id})
 
 
-def _cron(expression: str) -> str:
+def cron_expression(expression: str) -> str:
+    """The expression normalized; ToolError (a readable sentence) if it is not five valid fields."""
     normalized = " ".join(expression.split())
     fields = len(normalized.split(" "))
     if not normalized.startswith("@") and fields != CRON_FIELDS:
@@ -173,14 +174,22 @@ def _cron(expression: str) -> str:
     return normalized
 
 
-def _future_time(text: str, now: datetime) -> datetime:
+def parse_time(text: str) -> datetime:
+    """The ISO 8601 (or RFC 3339) time in UTC, UTC if it has no zone; ToolError if unreadable."""
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text.strip().upper())
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError as exc:
         raise ToolError(
             f"'{text}' is not an ISO 8601 time, such as '2030-01-31T09:00:00Z'."
         ) from exc
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise ToolError(f"'{text}' is out of the range of years 1 to 9999 in UTC.") from exc
+
+
+def future_time(text: str, now: datetime) -> datetime:
+    """The time as `parse_time` reads it; ToolError if it is not after `now`."""
+    moment = parse_time(text)
     if moment <= now:
         raise ToolError(f"'{text}' is not in the future (it is now {now.isoformat()}).")
     return moment
