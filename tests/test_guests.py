@@ -44,7 +44,7 @@ def test_the_list_shows_guests_without_their_keys(owner: Api, server: Server) ->
 def test_invalid_guests_answer_400(owner: Api, body: dict[str, Any]) -> None:
     response = owner.post("/api/guests", json=body)
     assert response.status_code == 400
-    assert set(response.json()) == {"error"}
+    assert set(response.json()) - {"field"} == {"error"}
 
 
 def test_deleting_a_guest_revokes_its_sessions_and_sockets_at_once(
@@ -62,7 +62,7 @@ def test_deleting_a_guest_revokes_its_sessions_and_sockets_at_once(
             for api in (second_session, other_session):
                 response = api.get("/api/me")
                 assert response.status_code == 401
-                assert set(response.json()) == {"error"}
+                assert set(response.json()) - {"field"} == {"error"}
             stays.send({"type": "ping"})
             stays.expect("pong")
     assert guest.id not in [g["id"] for g in _listed(owner)]

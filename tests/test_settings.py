@@ -215,7 +215,7 @@ def test_unknown_keys_answer_400_naming_the_key(
     before = _stored(server)
     response = owner.put("/api/settings", json=patch)
     assert response.status_code == 400
-    assert set(response.json()) == {"error"}
+    assert set(response.json()) - {"field"} == {"error"}
     assert "Unknown setting" in response.json()["error"]
     assert _stored(server) == before
 
@@ -254,7 +254,7 @@ def test_invalid_values_answer_400_and_change_nothing(
     before = _stored(server)
     response = owner.put("/api/settings", json=patch)
     assert response.status_code == 400, response.text
-    assert set(response.json()) == {"error"}
+    assert set(response.json()) - {"field"} == {"error"}
     assert _stored(server) == before
 
 

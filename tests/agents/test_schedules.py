@@ -114,7 +114,7 @@ class World:
 
     async def prompts(self) -> list[dict[str, Any]]:
         async with self.db.read() as conn:
-            stored = await messages_store.page(conn, self.channel.id, 200)
+            stored = await conn.run_sync(messages_store.page, self.channel.id, 200)
         return [m.as_json() for m in stored]
 
     def due_times(self, schedule_id: str) -> list[datetime]:
