@@ -144,6 +144,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.chains.shutdown()
             await svc.providers.aclose()
             await svc.tools.aclose()
+            await svc.knowledge.aclose()
             await svc.embedder.aclose()
             await svc.bus.aclose()
             await svc.db.dispose()

@@ -140,13 +140,16 @@ class LocalEmbedder:
         _load_local_model(self._path, self._max_seq_length)
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Texts are embedded shortest first, so that each batch pads to a similar length."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts = []
-        for start in range(0, len(texts), self._batch_size):
-            batch = list(texts[start : start + self._batch_size])
-            parts.append(await anyio.to_thread.run_sync(self._encode, batch))
-        return np.vstack(parts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            picked = order[start : start + self._batch_size]
+            batch = [texts[i] for i in picked]
+            rows[picked] = await anyio.to_thread.run_sync(self._encode, batch)
+        return rows
 
     def _encode(self, batch: list[str]) -> NDArray[np.float32]:
         import torch

@@ -9,7 +9,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -17,7 +17,14 @@ import numpy as np
 from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
 from palaver.knowledge import documents as repo
-from palaver.knowledge.chunk import Chunk, chunk_document, embedding_text
+from palaver.knowledge.batching import BatchQueue
+from palaver.knowledge.chunk import (
+    Chunk,
+    chunk_context,
+    chunk_document,
+    document_title,
+    embedding_text,
+)
 from palaver.knowledge.documents import VISIBILITIES, Document
 from palaver.knowledge.embed import Embedder, current_space
 from palaver.knowledge.fusion import DEPTH, fuse
@@ -26,6 +33,9 @@ from palaver.knowledge.parse import ParsedDocument, UnreadableDocument, parse_do
 from palaver.knowledge.rerank import RERANK_DEPTH, Reranker
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 MAX_TOP_K = 20
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]+")
@@ -91,6 +101,21 @@ def _prepare(name: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
     return parsed, chunk_document(parsed)
 
 
+@dataclass(frozen=True)
+class _Upload:
+    """A parsed document and its chunks with their new ids, waiting to be embedded."""
+
+    document: Document
+    parts: list[tuple[str, Chunk]]
+
+    def texts(self) -> list[str]:
+        title = document_title(self.document.name)
+        return [
+            embedding_text(chunk_context(title, part.heading_path), part.content)
+            for _, part in self.parts
+        ]
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -102,13 +127,19 @@ class KnowledgeBase:
         self._db = db
         self._index = index
         self._embedder = embedder
+        self._queue: BatchQueue[_Upload, IngestResult] = BatchQueue(self._store)
+
+    async def aclose(self) -> None:
+        """Finish the uploads being stored (for shutdown)."""
+        await self._queue.aclose()
 
     async def ingest(
         self, agent_id: str, filename: str, data: bytes, visibility: str = "owner"
     ) -> IngestResult:
         """Parse, chunk, embed and index a document. Raises NotFound for an unknown agent,
         UnsupportedDocument (415) or UnreadableDocument (400) for a bad file. A duplicate keeps
-        the visibility it has."""
+        the visibility it has. Embedding and storing go through the batch queue, so that
+        concurrent uploads share the model's batches and one transaction."""
         _check_visibility(visibility)
         name = document_name(filename)
         digest = await anyio.to_thread.run_sync(_sha256, data)
@@ -121,9 +152,6 @@ class KnowledgeBase:
         parsed, parts = await anyio.to_thread.run_sync(_prepare, name, data)
         if not parts:
             raise UnreadableDocument("The document contains no text.")
-        embedder = self._embedder()
-        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in parts])
-        space = Space(embedder.name, int(vectors.shape[1]))
         document = Document(
             id=new_id("doc"),
             agent_id=agent_id,
@@ -136,17 +164,52 @@ class KnowledgeBase:
             created_at=utcnow(),
             visibility=visibility,
         )
-        ids = [new_id("chunk") for _ in parts]
+        upload = _Upload(document, [(new_id("chunk"), part) for part in parts])
+        return await self._queue.submit(upload, len(parts))
+
+    async def _store(self, batch: Sequence[_Upload]) -> list[IngestResult | BaseException]:
+        """Embed a batch's chunks in one call and store its documents in one transaction;
+        each upload gets its document, its duplicate, or the error that is its own."""
+        embedder = self._embedder()
+        texts = [text for upload in batch for text in upload.texts()]
+        vectors = await embedder.embed(texts)
+        space = Space(embedder.name, int(vectors.shape[1]))
+        results: list[IngestResult | BaseException] = []
         async with self._db.write() as tx:
-            if not await repo.agent_exists(tx.conn, agent_id):
-                raise NotFound(f"There is no agent '{agent_id}'.")
-            existing = await repo.find_by_hash(tx.conn, agent_id, digest)
-            if existing is not None:
-                return IngestResult(existing, duplicate=True)
-            await repo.insert_with_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
-            entries = [Entry(i, type=visibility) for i in ids]
-            await self._index.put(tx, agent_id, "chunk", entries, vectors, space)
-        return IngestResult(document, duplicate=False)
+            stored: dict[tuple[str, str], Document] = {}
+            agents: dict[str, bool] = {}
+            added: dict[str, list[tuple[_Upload, NDArray[np.float32]]]] = {}
+            offset = 0
+            for upload in batch:
+                document = upload.document
+                rows = vectors[offset : offset + len(upload.parts)]
+                offset += len(upload.parts)
+                agent_id, key = document.agent_id, (document.agent_id, document.content_hash)
+                if agent_id not in agents:
+                    agents[agent_id] = await repo.agent_exists(tx.conn, agent_id)
+                if not agents[agent_id]:
+                    results.append(NotFound(f"There is no agent '{agent_id}'."))
+                    continue
+                existing = stored.get(key) or await repo.find_by_hash(
+                    tx.conn, agent_id, document.content_hash
+                )
+                if existing is not None:
+                    results.append(IngestResult(existing, duplicate=True))
+                    continue
+                await repo.insert_with_chunks(tx.conn, document, upload.parts)
+                stored[key] = document
+                added.setdefault(agent_id, []).append((upload, rows))
+                results.append(IngestResult(document, duplicate=False))
+            for agent_id, uploads in added.items():
+                await self._index.add_text(tx, agent_id, [u.document.id for u, _ in uploads])
+                entries = [
+                    Entry(chunk_id, type=u.document.visibility)
+                    for u, _ in uploads
+                    for chunk_id, _ in u.parts
+                ]
+                rows = np.vstack([r for _, r in uploads])
+                await self._index.put(tx, agent_id, "chunk", entries, rows, space)
+        return results
 
     async def documents(self, agent_id: str) -> list[Document]:
         """Newest first."""
@@ -296,7 +359,7 @@ class KnowledgeBase:
             return
         chosen = list(stored.values())
         embedder = self._embedder()
-        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in chosen])
+        vectors = await embedder.embed([embedding_text(c.context, c.content) for c in chosen])
         space = Space(embedder.name, int(vectors.shape[1]))
         async with self._db.write() as tx:
             still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])
