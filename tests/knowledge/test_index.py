@@ -353,3 +353,38 @@ async def test_one_agents_query_never_returns_or_scores_another_agents_chunks(
         table = fts_table(AGENT)
         rows = await conn.execute(text(f"SELECT count(*) FROM {table}_docsize"))
         assert rows.scalar() == 4
+
+
+async def test_evicted_matrices_reload_with_the_same_answers(db: Database) -> None:
+    """A bound that holds one agent's matrix: searching the other evicts it, and its next
+    search reloads it from the database, writes made meanwhile included."""
+    now = [0.0]
+    index = SqliteSearchIndex(db, cache_bytes=1, clock=lambda: now[0])
+    await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 40)])
+    await put(db, index, OTHER_AGENT, [Entry(f"mem_{i}") for i in range(40, 60)])
+    first = await index.vector_search(AGENT, "memory", unit(7), SPACE, 10)
+    one = index.cached_bytes()
+    await index.vector_search(OTHER_AGENT, "memory", unit(41), SPACE, 5)
+    assert index.cached_bytes() < one + 1000, "the first agent's matrix was dropped"
+    assert await index.vector_search(AGENT, "memory", unit(7), SPACE, 10) == first
+    await index.vector_search(OTHER_AGENT, "memory", unit(41), SPACE, 5)
+    await put(db, index, AGENT, [Entry("mem_60")])
+    again = await index.vector_search(AGENT, "memory", unit(60), SPACE, 1)
+    assert [h.id for h in again] == ["mem_60"]
+
+
+async def test_matrices_not_searched_for_a_while_are_evicted(db: Database) -> None:
+    now = [0.0]
+    index = SqliteSearchIndex(db, idle_seconds=60, clock=lambda: now[0])
+    await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 20)])
+    await put(db, index, OTHER_AGENT, [Entry("mem_30")])
+    first = await index.vector_search(AGENT, "memory", unit(3), SPACE, 5)
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    both = index.cached_bytes()
+    now[0] = 30.0
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    assert index.cached_bytes() == both
+    now[0] = 61.0
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    assert index.cached_bytes() < both
+    assert await index.vector_search(AGENT, "memory", unit(3), SPACE, 5) == first

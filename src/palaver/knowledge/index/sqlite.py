@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -80,6 +81,9 @@ _STEMMER = snowballstemmer.stemmer("porter")
 """The Porter algorithm that FTS5's `porter` tokenizer applies, to look query words up in an
 agent's vocabulary as the index holds them."""
 
+DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
+DEFAULT_IDLE_SECONDS = 3600.0
+
 MatrixChange = Callable[[VectorMatrix], None]
 
 
@@ -99,10 +103,26 @@ def index_term(term: str) -> str:
 
 
 class SqliteSearchIndex:
-    def __init__(self, db: Database, thread_threshold: int = THREAD_THRESHOLD) -> None:
+    def __init__(
+        self,
+        db: Database,
+        thread_threshold: int = THREAD_THRESHOLD,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Matrices are evicted, least recently searched first, while they hold more than
+        `cache_bytes` together, and whenever one has not been searched for `idle_seconds`;
+        the next search reloads it from the database, with the same answers."""
         self._db = db
         self._thread_threshold = thread_threshold
+        self._cache_bytes = cache_bytes
+        self._idle_seconds = idle_seconds
+        self._clock = clock
         self._matrices: dict[tuple[str, Kind], VectorMatrix] = {}
+        self._used: dict[tuple[str, Kind], float] = {}
+        """When each cached matrix was last searched, least recent first."""
         self._loading: dict[tuple[str, Kind], list[MatrixChange]] = {}
         self._locks: dict[tuple[str, Kind], asyncio.Lock] = {}
         self._generations: dict[str, int] = {}
@@ -226,7 +246,29 @@ class SqliteSearchIndex:
         self._texts.discard(agent_id)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
+            self._used.pop((agent_id, kind), None)
             self._locks.pop((agent_id, kind), None)
+
+    def cached_bytes(self) -> int:
+        return sum(matrix.nbytes for matrix in self._matrices.values())
+
+    def _evict(self, keep: tuple[str, Kind]) -> None:
+        """Mark `keep` as just searched, then drop idle matrices and, least recently searched
+        first, those beyond the memory bound (never `keep`: a search needs it). Dropping is
+        safe at any time: writes reach only cached matrices, and the database has them all."""
+        now = self._clock()
+        self._used.pop(keep, None)
+        self._used[keep] = now
+        total = self.cached_bytes()
+        for key, used in list(self._used.items()):
+            if key == keep:
+                continue
+            if total <= self._cache_bytes and now - used < self._idle_seconds:
+                continue
+            dropped = self._matrices.pop(key, None)
+            del self._used[key]
+            if dropped is not None:
+                total -= dropped.nbytes
 
     async def text_search(
         self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
@@ -275,6 +317,7 @@ class SqliteSearchIndex:
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
         snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
+        self._evict(keep=(agent_id, kind))
         if snapshot.size * space.dim < self._thread_threshold:
             return snapshot.top(query, limit, channel_id, type)
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
