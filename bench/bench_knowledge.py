@@ -31,7 +31,7 @@ import numpy as np
 from sqlalchemy import create_engine, insert
 
 from palaver.ids import new_id
-from palaver.knowledge.embed import LocalEmbedder
+from palaver.knowledge.embed import LocalEmbedder, Precision
 from palaver.knowledge.index.base import Space
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.knowledge.service import KnowledgeBase
@@ -51,6 +51,7 @@ from palaver.store.tables.knowledge import (
 RESULTS = Path(__file__).parent / "results"
 WORDS_PER_SYNTHETIC_CHUNK = 150
 CHUNKS_PER_DOCUMENT = 1000
+SMALL_DOCUMENTS = 300
 SEED = 20260401
 
 SENTENCES = [
@@ -159,7 +160,24 @@ async def bench_ingest(kb: KnowledgeBase, agent: str, rng: np.random.Generator) 
     started = time.perf_counter()
     pdf_doc = (await kb.ingest(agent, "report.pdf", pdf)).document
     pdf_seconds = time.perf_counter() - started
+    notes = [
+        f"Note {n}. {SENTENCES[n % len(SENTENCES)]} {SENTENCES[(n * 3) % len(SENTENCES)]}".encode()
+        for n in range(SMALL_DOCUMENTS)
+    ]
+    started = time.perf_counter()
+    small = await asyncio.gather(
+        *(kb.ingest(agent, f"note-{n}.txt", data) for n, data in enumerate(notes))
+    )
+    small_seconds = time.perf_counter() - started
+    small_chunks = sum(r.document.chunks for r in small)
     return {
+        "small": {
+            "documents": SMALL_DOCUMENTS,
+            "chunks": small_chunks,
+            "seconds": round(small_seconds, 2),
+            "documents_per_second": round(SMALL_DOCUMENTS / small_seconds, 1),
+            "chunks_per_second": round(small_chunks / small_seconds, 1),
+        },
         "markdown": {
             "bytes": len(markdown),
             "chunks": doc.chunks,
@@ -311,6 +329,10 @@ def markdown_report(results: dict[str, Any]) -> str:
         "",
         "| document | chunks | seconds | rate |",
         "|---|---|---|---|",
+        f"| {ingest['small']['documents']} short notes, uploaded at once | "
+        f"{ingest['small']['chunks']} | {ingest['small']['seconds']} | "
+        f"{ingest['small']['documents_per_second']} documents/s, "
+        f"{ingest['small']['chunks_per_second']} chunks/s |",
         f"| Markdown, {ingest['markdown']['bytes']:,} bytes | {ingest['markdown']['chunks']} | "
         f"{ingest['markdown']['seconds']} | {ingest['markdown']['chunks_per_second']} chunks/s |",
         f"| PDF, {ingest['pdf']['pages']} pages | {ingest['pdf']['chunks']} | "
@@ -319,13 +341,18 @@ def markdown_report(results: dict[str, Any]) -> str:
         "",
         "## Hybrid query latency, one agent (top 20 text + top 20 vector, fused, top 5)",
         "",
+        f"{results['other_agents']['count']} other agents of "
+        f"{results['other_agents']['chunks_each']:,} chunks each share the database. RSS: "
+        f"{results['rss_mb']['start']} MB at start, {results['rss_mb']['model_loaded']} MB with "
+        "the model loaded; the last column is after the agent's matrix is loaded.",
+        "",
         "Chunks are SYNTHETIC: Zipf-distributed words "
         f"({WORDS_PER_SYNTHETIC_CHUNK} per chunk) and random unit vectors, stored through the "
         "real repository and index. Queries are real and embedded by the local model.",
         "",
         "| chunks | query median | query p99 | embed median | text median / p99 | "
-        "vector median / p99 | matrix load |",
-        "|---|---|---|---|---|---|---|",
+        "vector median / p99 | matrix load | RSS |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in results["query"]:
         lines.append(
@@ -333,14 +360,16 @@ def markdown_report(results: dict[str, Any]) -> str:
             f"{row['embed_query']['median_ms']} ms | "
             f"{row['text_search']['median_ms']} / {row['text_search']['p99_ms']} ms | "
             f"{row['vector_search']['median_ms']} / {row['vector_search']['p99_ms']} ms | "
-            f"{row['matrix_load_ms']} ms |"
+            f"{row['matrix_load_ms']} ms | {row['rss_mb']} MB |"
         )
     return "\n".join(lines) + "\n"
 
 
-async def main(queries: int, scales: list[int], others: int, other_size: int) -> dict[str, Any]:
+async def main(
+    queries: int, scales: list[int], others: int, other_size: int, precision: Precision = "float"
+) -> dict[str, Any]:
     rss_start = rss_mb()
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(precision=precision)
     await asyncio.to_thread(embedder.load)
     await embedder.embed(["warm up"])
     rss_model = rss_mb()
@@ -384,13 +413,15 @@ if __name__ == "__main__":
     parser.add_argument("--scales", default="10000,100000")
     parser.add_argument("--others", type=int, default=5, help="other agents in the database")
     parser.add_argument("--other-size", type=int, default=100_000, help="chunks of each")
+    parser.add_argument("--precision", choices=["float", "int8"], default="float")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     load = os.getloadavg()
     scales = [int(s) for s in args.scales.split(",")]
-    results = asyncio.run(main(args.queries, scales, args.others, args.other_size))
+    results = asyncio.run(main(args.queries, scales, args.others, args.other_size, args.precision))
     results["machine"]["load_average"] = [round(x, 2) for x in load]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "knowledge.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "knowledge.md").write_text(markdown_report(results))
+    stem = "knowledge" if args.precision == "float" else f"knowledge_{args.precision}"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(markdown_report(results))
     print(markdown_report(results))

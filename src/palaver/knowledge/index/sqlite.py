@@ -14,6 +14,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
@@ -127,6 +128,7 @@ class SqliteSearchIndex:
         self._locks: dict[tuple[str, Kind], asyncio.Lock] = {}
         self._generations: dict[str, int] = {}
         self._texts: set[str] = set()
+        self._term_counts: dict[str, _TermCounts] = {}
         """Agents known to have a text table."""
 
     async def put(
@@ -244,6 +246,7 @@ class SqliteSearchIndex:
     def forget(self, agent_id: str) -> None:
         self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
         self._texts.discard(agent_id)
+        self._term_counts.pop(agent_id, None)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
             self._used.pop((agent_id, kind), None)
@@ -281,7 +284,7 @@ class SqliteSearchIndex:
         async with self._db.read() as conn:
             if not await self._has_text(conn, agent_id):
                 return []
-            terms = await _informative(conn, table, agent_id, terms)
+            terms = await _informative(conn, table, agent_id, terms, self._term_counts)
             statement = _TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH
             rows = await conn.execute(
                 text(statement.format(table=table)), {**params, "query": " OR ".join(terms)}
@@ -404,26 +407,49 @@ def _stale(space: Space) -> ColumnElement[bool]:
     return not_(and_(vector_rows.c.embedder == space.embedder, vector_rows.c.dim == space.dim))
 
 
+@dataclass
+class _TermCounts:
+    """Document counts of an agent's terms, as its vocabulary table gave them when the agent
+    had `chunks` chunks. Counting a term walks its whole posting list (40 ms for a common
+    term at 100,000 chunks), and the counts only decide which terms are too common to score,
+    so they are kept until the agent's chunk count moves by a tenth."""
+
+    chunks: int
+    docs: dict[str, int] = field(default_factory=dict)
+
+    def fresh(self, chunks: int) -> bool:
+        return abs(chunks - self.chunks) <= self.chunks // 10
+
+
 async def _informative(
-    conn: AsyncConnection, table: str, agent_id: str, terms: list[str]
+    conn: AsyncConnection,
+    table: str,
+    agent_id: str,
+    terms: list[str],
+    cache: dict[str, _TermCounts],
 ) -> list[str]:
     """The terms found in fewer than half of the agent's chunks. FTS5's BM25 floors the IDF of
     any other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would
     be scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
-    is that common, the rarest is kept. Document counts come from the agent's vocabulary
-    table in one lookup; a word it does not hold as stemmed here counts as rare, which costs
-    time, never results."""
+    is that common, the rarest is kept. A word the vocabulary does not hold as stemmed here
+    counts as rare, which costs time, never results."""
     if len(terms) < 2:
         return terms
+    chunks = (await conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
+    counts = cache.get(agent_id)
+    if counts is None or not counts.fresh(chunks):
+        counts = cache[agent_id] = _TermCounts(chunks)
     stems = {t: index_term(t) for t in terms}
-    unique = sorted(set(stems.values()))
-    found = await conn.execute(
-        text(_TERM_DOCS.format(table=table, terms=_placeholders("t", unique))),
-        _numbered("t", unique),
-    )
-    docs = {term: int(count) for term, count in found}
-    half = ((await conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one() + 1) // 2
-    rows = {t: docs.get(stems[t], 0) for t in terms}
+    unknown = sorted({s for s in stems.values() if s not in counts.docs})
+    if unknown:
+        found = await conn.execute(
+            text(_TERM_DOCS.format(table=table, terms=_placeholders("t", unknown))),
+            _numbered("t", unknown),
+        )
+        counts.docs.update(dict.fromkeys(unknown, 0))
+        counts.docs.update({term: int(count) for term, count in found})
+    half = (chunks + 1) // 2
+    rows = {t: counts.docs[stems[t]] for t in terms}
     return [t for t in terms if rows[t] < half] or [min(terms, key=rows.__getitem__)]
 
 
