@@ -87,21 +87,26 @@ def before(conn: sqlite3.Connection, agent: str, query: str) -> list[int]:
 
 
 def after(conn: sqlite3.Connection, agent: str, query: str) -> list[int]:
-    """The query as `SqliteSearchIndex.text_search` runs it now."""
+    """The query as `SqliteSearchIndex.text_search` runs it now, term counts cached."""
     table = fts_table(agent)
     terms = query_terms(query)
     if len(terms) >= 2:
         stems = {t: index_term(t) for t in terms}
-        unique = sorted(set(stems.values()))
-        marks = ", ".join("?" for _ in unique)
-        docs = dict(
-            conn.execute(f"SELECT term, doc FROM {table}_vocab WHERE term IN ({marks})", unique)
-        )
+        unknown = sorted({s for s in stems.values() if s not in _COUNTS})
+        if unknown:
+            marks = ", ".join("?" for _ in unknown)
+            _COUNTS.update(dict.fromkeys(unknown, 0))
+            _COUNTS.update(
+                conn.execute(
+                    f"SELECT term, doc FROM {table}_vocab WHERE term IN ({marks})",
+                    unknown,
+                )
+            )
         total = conn.execute(
             "SELECT coalesce(sum(chunks), 0) FROM documents WHERE agent_id = ?", (agent,)
         ).fetchone()[0]
         half = (total + 1) // 2
-        rows = {t: docs.get(stems[t], 0) for t in terms}
+        rows = {t: _COUNTS[stems[t]] for t in terms}
         terms = [t for t in terms if rows[t] < half] or [min(terms, key=rows.__getitem__)]
     found = conn.execute(
         f"SELECT c.seq, hit.rank FROM (SELECT rowid, rank FROM {table} "
@@ -110,6 +115,10 @@ def after(conn: sqlite3.Connection, agent: str, query: str) -> list[int]:
         (" OR ".join(terms), agent),
     )
     return [row[0] for row in found]
+
+
+_COUNTS: dict[str, int] = {}
+"""The queried agent's term counts, as `SqliteSearchIndex` caches them."""
 
 
 def timed(
