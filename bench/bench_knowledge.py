@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import platform
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -30,20 +31,18 @@ import numpy as np
 from sqlalchemy import create_engine, insert
 
 from palaver.ids import new_id
-from palaver.knowledge import documents as repo
-from palaver.knowledge.chunk import Chunk
-from palaver.knowledge.documents import Document
-from palaver.knowledge.embed import LocalEmbedder
-from palaver.knowledge.index.base import Entry, Space
+from palaver.knowledge.embed import LocalEmbedder, Precision
+from palaver.knowledge.index.base import Space
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.knowledge.service import KnowledgeBase
 from palaver.store.db import Database
 from palaver.store.tables.base import metadata, utcnow
 from palaver.store.tables.core import agents
 from palaver.store.tables.knowledge import (
-    FTS_DDL,
     chunks,
     documents,
+    fts_ddl,
+    fts_table,
     memories,
     memory_versions,
     vectors,
@@ -52,6 +51,7 @@ from palaver.store.tables.knowledge import (
 RESULTS = Path(__file__).parent / "results"
 WORDS_PER_SYNTHETIC_CHUNK = 150
 CHUNKS_PER_DOCUMENT = 1000
+SMALL_DOCUMENTS = 300
 SEED = 20260401
 
 SENTENCES = [
@@ -72,8 +72,6 @@ def create_schema(path: Path) -> None:
     with engine.begin() as conn:
         tables = [agents, documents, chunks, memories, memory_versions, vectors]
         metadata.create_all(conn, tables=tables)
-        for statement in FTS_DDL:
-            conn.exec_driver_sql(statement)
     engine.dispose()
 
 
@@ -162,7 +160,24 @@ async def bench_ingest(kb: KnowledgeBase, agent: str, rng: np.random.Generator) 
     started = time.perf_counter()
     pdf_doc = (await kb.ingest(agent, "report.pdf", pdf)).document
     pdf_seconds = time.perf_counter() - started
+    notes = [
+        f"Note {n}. {SENTENCES[n % len(SENTENCES)]} {SENTENCES[(n * 3) % len(SENTENCES)]}".encode()
+        for n in range(SMALL_DOCUMENTS)
+    ]
+    started = time.perf_counter()
+    small = await asyncio.gather(
+        *(kb.ingest(agent, f"note-{n}.txt", data) for n, data in enumerate(notes))
+    )
+    small_seconds = time.perf_counter() - started
+    small_chunks = sum(r.document.chunks for r in small)
     return {
+        "small": {
+            "documents": SMALL_DOCUMENTS,
+            "chunks": small_chunks,
+            "seconds": round(small_seconds, 2),
+            "documents_per_second": round(SMALL_DOCUMENTS / small_seconds, 1),
+            "chunks_per_second": round(small_chunks / small_seconds, 1),
+        },
         "markdown": {
             "bytes": len(markdown),
             "chunks": doc.chunks,
@@ -180,41 +195,73 @@ async def bench_ingest(kb: KnowledgeBase, agent: str, rng: np.random.Generator) 
     }
 
 
-async def fill(
-    db: Database, index: SqliteSearchIndex, agent: str, total: int, space: Space
-) -> float:
-    rng = np.random.default_rng(SEED + total)
+def fill_direct(path: Path, agent: str, total: int, space: Space, seed: int) -> float:
+    """Synthetic chunks written straight into SQLite (documents of 1,000 chunks, their text
+    index and random unit vectors), as the repository and the index would store them: the
+    HTTP path would take hours at 600,000 chunks."""
+    rng = np.random.default_rng(seed)
     words = vocabulary(20_000, rng)
     started = time.perf_counter()
-    for start in range(0, total, CHUNKS_PER_DOCUMENT):
-        count = min(CHUNKS_PER_DOCUMENT, total - start)
-        document = Document(
-            new_id("doc"),
-            agent,
-            f"synthetic-{start}.txt",
-            "text",
-            0,
-            None,
-            count,
-            new_id("h"),
-            utcnow(),
-        )
-        parts = [
-            (
-                new_id("chunk"),
-                Chunk(i, zipf_text(words, rng, WORDS_PER_SYNTHETIC_CHUNK), (), None, 0),
+    conn = sqlite3.connect(path)
+    try:
+        now = utcnow().isoformat()
+        for start in range(0, total, CHUNKS_PER_DOCUMENT):
+            count = min(CHUNKS_PER_DOCUMENT, total - start)
+            doc_id = new_id("doc")
+            conn.execute(
+                "INSERT INTO documents (id, agent_id, name, kind, bytes, pages, chunks, "
+                "content_hash, created_at, visibility) VALUES (?, ?, ?, 'text', 0, NULL, ?, ?, ?, "
+                "'owner')",
+                (doc_id, agent, f"synthetic-{start}.txt", count, new_id("h"), now),
             )
-            for i in range(count)
-        ]
-        vectors = rng.standard_normal((count, space.dim)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        async with db.write() as tx:
-            await repo.insert_with_chunks(tx.conn, document, parts)
-            await index.put(tx, agent, "chunk", [Entry(i) for i, _ in parts], vectors, space)
+            ids = [new_id("chunk") for _ in range(count)]
+            conn.executemany(
+                "INSERT INTO chunks (id, agent_id, document_id, ordinal, heading_path, page, "
+                "tokens, content, context) VALUES (?, ?, ?, ?, '[]', NULL, 0, ?, ?)",
+                [
+                    (
+                        ids[i],
+                        agent,
+                        doc_id,
+                        i,
+                        zipf_text(words, rng, WORDS_PER_SYNTHETIC_CHUNK),
+                        f"synthetic {start}",
+                    )
+                    for i in range(count)
+                ],
+            )
+            vectors = rng.standard_normal((count, space.dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            conn.executemany(
+                "INSERT INTO vectors (item_id, agent_id, kind, channel_id, type, embedder, dim, "
+                "data) VALUES (?, ?, 'chunk', NULL, 'owner', ?, ?, ?)",
+                [
+                    (ids[i], agent, space.embedder, space.dim, vectors[i].tobytes())
+                    for i in range(count)
+                ],
+            )
+        for statement in fts_ddl(agent):
+            conn.execute(statement)
+        conn.execute(
+            f"INSERT INTO {fts_table(agent)}(rowid, context, content) "
+            "SELECT seq, context, content FROM chunks WHERE agent_id = ?",
+            (agent,),
+        )
+        conn.commit()
+    finally:
+        conn.close()
     return time.perf_counter() - started
 
 
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 async def bench_scale(
+    path: Path,
     db: Database,
     kb: KnowledgeBase,
     index: SqliteSearchIndex,
@@ -225,7 +272,7 @@ async def bench_scale(
     agent = f"agent_bench{scale}"
     await add_agent(db, agent)
     space = Space(embedder.name, embedder.dim)
-    fill_seconds = await fill(db, index, agent, scale, space)
+    fill_seconds = await asyncio.to_thread(fill_direct, path, agent, scale, space, SEED + scale)
     rng = np.random.default_rng(SEED)
     words = vocabulary(20_000, np.random.default_rng(SEED + scale))
     texts = [
@@ -259,13 +306,13 @@ async def bench_scale(
         "synthetic": True,
         "words_per_chunk": WORDS_PER_SYNTHETIC_CHUNK,
         "fill_seconds": round(fill_seconds, 1),
-        "fill_chunks_per_second": round(scale / fill_seconds),
         "matrix_load_ms": round(load_seconds * 1000, 1),
         "queries": queries,
         "query": summary(total_s),
         "embed_query": summary(embed_s),
         "text_search": summary(text_s),
         "vector_search": summary(vector_s),
+        "rss_mb": rss_mb(),
     }
 
 
@@ -282,6 +329,10 @@ def markdown_report(results: dict[str, Any]) -> str:
         "",
         "| document | chunks | seconds | rate |",
         "|---|---|---|---|",
+        f"| {ingest['small']['documents']} short notes, uploaded at once | "
+        f"{ingest['small']['chunks']} | {ingest['small']['seconds']} | "
+        f"{ingest['small']['documents_per_second']} documents/s, "
+        f"{ingest['small']['chunks_per_second']} chunks/s |",
         f"| Markdown, {ingest['markdown']['bytes']:,} bytes | {ingest['markdown']['chunks']} | "
         f"{ingest['markdown']['seconds']} | {ingest['markdown']['chunks_per_second']} chunks/s |",
         f"| PDF, {ingest['pdf']['pages']} pages | {ingest['pdf']['chunks']} | "
@@ -290,13 +341,18 @@ def markdown_report(results: dict[str, Any]) -> str:
         "",
         "## Hybrid query latency, one agent (top 20 text + top 20 vector, fused, top 5)",
         "",
+        f"{results['other_agents']['count']} other agents of "
+        f"{results['other_agents']['chunks_each']:,} chunks each share the database. RSS: "
+        f"{results['rss_mb']['start']} MB at start, {results['rss_mb']['model_loaded']} MB with "
+        "the model loaded; the last column is after the agent's matrix is loaded.",
+        "",
         "Chunks are SYNTHETIC: Zipf-distributed words "
         f"({WORDS_PER_SYNTHETIC_CHUNK} per chunk) and random unit vectors, stored through the "
         "real repository and index. Queries are real and embedded by the local model.",
         "",
         "| chunks | query median | query p99 | embed median | text median / p99 | "
-        "vector median / p99 | matrix load |",
-        "|---|---|---|---|---|---|---|",
+        "vector median / p99 | matrix load | RSS |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in results["query"]:
         lines.append(
@@ -304,24 +360,35 @@ def markdown_report(results: dict[str, Any]) -> str:
             f"{row['embed_query']['median_ms']} ms | "
             f"{row['text_search']['median_ms']} / {row['text_search']['p99_ms']} ms | "
             f"{row['vector_search']['median_ms']} / {row['vector_search']['p99_ms']} ms | "
-            f"{row['matrix_load_ms']} ms |"
+            f"{row['matrix_load_ms']} ms | {row['rss_mb']} MB |"
         )
     return "\n".join(lines) + "\n"
 
 
-async def main(queries: int, scales: list[int]) -> dict[str, Any]:
-    embedder = LocalEmbedder()
+async def main(
+    queries: int, scales: list[int], others: int, other_size: int, precision: Precision = "float"
+) -> dict[str, Any]:
+    rss_start = rss_mb()
+    embedder = LocalEmbedder(precision=precision)
     await asyncio.to_thread(embedder.load)
+    await embedder.embed(["warm up"])
+    rss_model = rss_mb()
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        await asyncio.to_thread(create_schema, Path(tmp) / "bench.db")
-        db = Database(url)
+        path = Path(tmp) / "bench.db"
+        await asyncio.to_thread(create_schema, path)
+        db = Database(f"sqlite+aiosqlite:///{path}")
         index = SqliteSearchIndex(db)
         kb = KnowledgeBase(db, index, lambda: embedder)
         try:
             await add_agent(db, "agent_ingest")
             ingest = await bench_ingest(kb, "agent_ingest", np.random.default_rng(SEED))
-            rows = [await bench_scale(db, kb, index, embedder, s, queries) for s in scales]
+            for n in range(others):
+                await add_agent(db, f"agent_other{n}")
+                space = Space(embedder.name, embedder.dim)
+                await asyncio.to_thread(
+                    fill_direct, path, f"agent_other{n}", other_size, space, SEED - n
+                )
+            rows = [await bench_scale(path, db, kb, index, embedder, s, queries) for s in scales]
         finally:
             await db.dispose()
     return {
@@ -333,6 +400,8 @@ async def main(queries: int, scales: list[int]) -> dict[str, Any]:
             "load_average": [],
         },
         "embedder": embedder.name,
+        "other_agents": {"count": others, "chunks_each": other_size},
+        "rss_mb": {"start": rss_start, "model_loaded": rss_model},
         "ingest": ingest,
         "query": rows,
     }
@@ -342,12 +411,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--scales", default="10000,100000")
+    parser.add_argument("--others", type=int, default=5, help="other agents in the database")
+    parser.add_argument("--other-size", type=int, default=100_000, help="chunks of each")
+    parser.add_argument("--precision", choices=["float", "int8"], default="float")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     load = os.getloadavg()
-    results = asyncio.run(main(args.queries, [int(s) for s in args.scales.split(",")]))
+    scales = [int(s) for s in args.scales.split(",")]
+    results = asyncio.run(main(args.queries, scales, args.others, args.other_size, args.precision))
     results["machine"]["load_average"] = [round(x, 2) for x in load]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "knowledge.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "knowledge.md").write_text(markdown_report(results))
+    stem = "knowledge" if args.precision == "float" else f"knowledge_{args.precision}"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(markdown_report(results))
     print(markdown_report(results))

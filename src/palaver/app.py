@@ -70,7 +70,11 @@ def build_services(config: Config) -> Services:
     bus = InProcessBus()
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
-    index = SqliteSearchIndex(db)
+    index = SqliteSearchIndex(
+        db,
+        cache_bytes=config.vector_cache_mb * 1024 * 1024,
+        idle_seconds=config.vector_idle_minutes * 60,
+    )
     svc = Services(
         config=config,
         db=db,
@@ -147,6 +151,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.chains.shutdown()
             await svc.providers.aclose()
             await svc.tools.aclose()
+            await svc.knowledge.aclose()
             await svc.embedder.aclose()
             await svc.bus.aclose()
             await svc.db.dispose()

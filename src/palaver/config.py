@@ -33,6 +33,10 @@ class Config(BaseSettings):
     """An upload that sends nothing for this long is ended and its partial file removed."""
     ws_queue_size: int = Field(default=256, ge=1)
     shutdown_grace_seconds: int = Field(default=10, ge=1)
+    vector_cache_mb: int = Field(default=1024, ge=1)
+    """Bound on the agents' vector matrices kept in memory; the least recently searched go
+    first, and any not searched for `vector_idle_minutes` go anyway (reloaded on demand)."""
+    vector_idle_minutes: float = Field(default=60.0, gt=0)
     log_level: str = "info"
     debug_hooks: bool = False
     """For the test suite: `/api/debug/*` counts database work and forgets the caches."""

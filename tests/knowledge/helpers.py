@@ -17,7 +17,6 @@ from palaver.store.db import Database
 from palaver.store.tables.base import metadata, utcnow
 from palaver.store.tables.core import agents
 from palaver.store.tables.knowledge import (
-    FTS_DDL,
     chunks,
     documents,
     memories,
@@ -46,8 +45,6 @@ def create_knowledge_schema(url: str) -> None:
     try:
         with engine.begin() as conn:
             metadata.create_all(conn, tables=[agents, *KNOWLEDGE_TABLES])
-            for statement in FTS_DDL:
-                conn.exec_driver_sql(statement)
     finally:
         engine.dispose()
 

@@ -11,8 +11,10 @@ from palaver.knowledge.chunk import (
     OVERLAP_TOKENS,
     TARGET_TOKENS,
     Chunk,
+    chunk_context,
     chunk_document,
     count_tokens,
+    document_title,
     embedding_text,
 )
 from palaver.knowledge.parse import Page, ParsedDocument, parse_document
@@ -102,10 +104,12 @@ def test_a_run_on_sentence_is_cut_between_tokens() -> None:
     assert "word0 " in chunks[0].content and chunks[-1].content.endswith("word599")
 
 
-def test_embedding_text_leads_with_the_heading_path() -> None:
+def test_embedding_text_leads_with_the_title_and_heading_path() -> None:
     chunk = Chunk(0, "Run it.", ("Guide", "Install"), None, 3)
-    assert embedding_text(chunk.heading_path, chunk.content) == "Guide > Install\nRun it."
-    assert embedding_text((), "Run it.") == "Run it."
+    context = chunk_context(document_title("tea-kettle_manual.md"), chunk.heading_path)
+    assert context == "tea kettle manual > Guide > Install"
+    assert embedding_text(context, chunk.content) == f"{context}\nRun it."
+    assert embedding_text("", "Run it.") == "Run it."
 
 
 def _overlap(before: str, after: str) -> str:

@@ -108,6 +108,8 @@ def test_the_setting_chooses_the_embedder() -> None:
         )
     )
     assert chosen.name == "openai:ollama/nomic"
+    int8 = {"embedding": {"provider": "local", "model": "all-MiniLM-L6-v2-int8"}}
+    assert make_embedder(Settings.model_validate(int8)).name == "local/all-MiniLM-L6-v2-int8"
     bad = [
         {"embedding": {"provider": "local", "model": "bge-large"}},
         {"embedding": {"provider": "nowhere", "model": "x"}},

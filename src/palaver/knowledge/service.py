@@ -9,7 +9,7 @@ import hashlib
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -17,7 +17,14 @@ import numpy as np
 from palaver.errors import DomainError, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.knowledge import documents as repo
-from palaver.knowledge.chunk import Chunk, chunk_document, embedding_text
+from palaver.knowledge.batching import BatchQueue
+from palaver.knowledge.chunk import (
+    Chunk,
+    chunk_context,
+    chunk_document,
+    document_title,
+    embedding_text,
+)
 from palaver.knowledge.documents import VISIBILITIES, Document
 from palaver.knowledge.embed import Embedder, current_space
 from palaver.knowledge.fusion import DEPTH, fuse
@@ -27,6 +34,9 @@ from palaver.knowledge.rerank import RERANK_DEPTH, Reranker
 from palaver.llm.base import ProviderError
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 MAX_TOP_K = 20
 IngestProgress = Callable[[Document, int], Awaitable[None]]
@@ -94,6 +104,21 @@ def _prepare(name: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
     return parsed, chunk_document(parsed)
 
 
+@dataclass(frozen=True)
+class _Upload:
+    """A parsed document and its chunks with their new ids, waiting to be embedded."""
+
+    document: Document
+    parts: list[tuple[str, Chunk]]
+
+    def texts(self) -> list[str]:
+        title = document_title(self.document.name)
+        return [
+            embedding_text(chunk_context(title, part.heading_path), part.content)
+            for _, part in self.parts
+        ]
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -105,6 +130,11 @@ class KnowledgeBase:
         self._db = db
         self._index = index
         self._embedder = embedder
+        self._queue: BatchQueue[_Upload, IngestResult] = BatchQueue(self._store)
+
+    async def aclose(self) -> None:
+        """Finish the uploads being stored (for shutdown)."""
+        await self._queue.aclose()
 
     async def ingest(
         self,
@@ -119,8 +149,10 @@ class KnowledgeBase:
         the visibility it has; a failed earlier upload of the same bytes is replaced.
 
         The parsed document is recorded `indexing` before its chunks are embedded, and
-        `progress(document, done)` is awaited then (done 0) and as chunks are embedded. A
-        failure afterwards leaves the record `failed` with the reason, and no chunk of it."""
+        `progress(document, done)` is awaited then (done 0) and once its chunks are stored.
+        Embedding and storing go through the batch queue, so that concurrent uploads share the
+        model's batches and one transaction. A failure leaves the record `failed` with the
+        reason, and no chunk of it."""
         _check_visibility(visibility)
         name = document_name(filename)
         digest = await anyio.to_thread.run_sync(_sha256, data)
@@ -158,30 +190,52 @@ class KnowledgeBase:
         try:
             if progress is not None:
                 await progress(document, 0)
-            embedder = self._embedder()
-            vectors = await embedder.embed(
-                [embedding_text(c.heading_path, c.content) for c in parts]
-            )
+            upload = _Upload(document, [(new_id("chunk"), part) for part in parts])
+            result = await self._queue.submit(upload, len(parts))
             if progress is not None:
                 await progress(document, len(parts))
-            space = Space(embedder.name, int(vectors.shape[1]))
-            ids = [new_id("chunk") for _ in parts]
-            async with self._db.write() as tx:
-                if await repo.get(tx.conn, document.id) is None:
-                    raise NotFound("The document was deleted while it was being indexed.")
-                await repo.insert_chunks(tx.conn, document, list(zip(ids, parts, strict=True)))
-                entries = [Entry(i, type=visibility) for i in ids]
-                await self._index.put(tx, agent_id, "chunk", entries, vectors, space)
-                await repo.set_status(tx.conn, document.id, "ready")
         except Exception as error:
             await self._fail(document.id, _reason(error))
             raise
-        return IngestResult(replace(document, status="ready"), duplicate=False)
+        return result
 
     async def _fail(self, document_id: str, reason: str) -> None:
         with anyio.CancelScope(shield=True):
             async with self._db.write() as tx:
                 await repo.set_status(tx.conn, document_id, "failed", reason)
+
+    async def _store(self, batch: Sequence[_Upload]) -> list[IngestResult | BaseException]:
+        """Embed a batch's chunks in one call and store their chunks in one transaction; each
+        upload gets its document made `ready`, or the error that is its own."""
+        embedder = self._embedder()
+        texts = [text for upload in batch for text in upload.texts()]
+        vectors = await embedder.embed(texts)
+        space = Space(embedder.name, int(vectors.shape[1]))
+        results: list[IngestResult | BaseException] = []
+        async with self._db.write() as tx:
+            added: dict[str, list[tuple[_Upload, NDArray[np.float32]]]] = {}
+            offset = 0
+            for upload in batch:
+                document = upload.document
+                rows = vectors[offset : offset + len(upload.parts)]
+                offset += len(upload.parts)
+                if await repo.get(tx.conn, document.id) is None:
+                    results.append(NotFound("The document was deleted while it was being indexed."))
+                    continue
+                await repo.insert_chunks(tx.conn, document, upload.parts)
+                await repo.set_status(tx.conn, document.id, "ready")
+                added.setdefault(document.agent_id, []).append((upload, rows))
+                results.append(IngestResult(replace(document, status="ready"), duplicate=False))
+            for agent_id, uploads in added.items():
+                await self._index.add_text(tx, agent_id, [u.document.id for u, _ in uploads])
+                entries = [
+                    Entry(chunk_id, type=u.document.visibility)
+                    for u, _ in uploads
+                    for chunk_id, _ in u.parts
+                ]
+                stacked = np.vstack([r for _, r in uploads])
+                await self._index.put(tx, agent_id, "chunk", entries, stacked, space)
+        return results
 
     async def documents(self, agent_id: str) -> list[Document]:
         """Newest first."""
@@ -331,7 +385,7 @@ class KnowledgeBase:
             return
         chosen = list(stored.values())
         embedder = self._embedder()
-        vectors = await embedder.embed([embedding_text(c.heading_path, c.content) for c in chosen])
+        vectors = await embedder.embed([embedding_text(c.context, c.content) for c in chosen])
         space = Space(embedder.name, int(vectors.shape[1]))
         async with self._db.write() as tx:
             still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])

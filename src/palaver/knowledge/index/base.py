@@ -1,10 +1,11 @@
 """The SearchIndex port: full-text search over chunks and vector search over chunks and memories.
 
 Content rows (documents, chunks, memories) belong to their services; the index owns the
-vectors and answers searches. Text search covers the `chunks` table, whose full-text index
-each adapter keeps in step by schema (SQLite: FTS5 triggers; PostgreSQL: a tsvector column),
-so writing a chunk needs no index call. Writes take the caller's transaction, and an
-adapter's in-memory state changes only once that transaction has committed.
+vectors and the full-text index of chunks, and answers searches. The service stores chunks,
+then calls `add_text` and `put` in the same transaction, and `delete` before deleting chunks
+(SQLite keeps one FTS5 table per agent, which must be told the text it forgets). Writes take
+the caller's transaction, and an adapter's in-memory state changes only once that
+transaction has committed.
 """
 
 from __future__ import annotations
@@ -76,7 +77,14 @@ class SearchIndex(Protocol):
         visibility changed, without re-embedding them."""
         ...
 
-    async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None: ...
+    async def add_text(self, tx: Tx, agent_id: str, document_ids: Sequence[str]) -> None:
+        """Index the text (context and content) of the documents' chunks, stored in `tx`."""
+        ...
+
+    async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None:
+        """Remove the items' vectors, and for chunks their text too: call it while the chunk
+        rows still exist."""
+        ...
 
     async def drop_agent(self, tx: Tx, agent_id: str) -> None:
         """Remove everything indexed for the agent; call it in the transaction deleting it."""

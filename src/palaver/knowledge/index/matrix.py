@@ -83,6 +83,12 @@ class VectorMatrix:
             matrix._append(entries, flat.reshape(len(entries), space.dim))
         return matrix
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the vectors, spare capacity included (the id lists are small beside
+        them: some 100 bytes a row against 1,536 for 384 floats)."""
+        return int(self._buf.nbytes) + 100 * self._n
+
     def snapshot(self) -> Snapshot:
         return Snapshot(self._buf[: self._n], self._ids, self._channels, self._types)
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
+import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
 import numpy as np
+import snowballstemmer
 from sqlalchemy import ColumnElement, and_, case, delete, func, not_, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.store.db import Database, Tx
+from palaver.store.tables.knowledge import fts_ddl, fts_drop, fts_table
 from palaver.store.tables.knowledge import vectors as vector_rows
 
 if TYPE_CHECKING:
@@ -43,26 +48,42 @@ _STOPWORDS = frozenset(
 _MAX_TERMS = 32
 _BATCH = 500
 
-_TEXT_SEARCH = text(
-    "SELECT c.id AS id, bm25(chunks_fts) AS rank FROM chunks_fts "
-    "JOIN chunks AS c ON c.seq = chunks_fts.rowid "
-    "WHERE chunks_fts MATCH :query AND c.agent_id = :agent_id "
-    "ORDER BY rank LIMIT :limit"
+_TEXT_SEARCH = (
+    "SELECT c.id AS id, hit.rank AS rank FROM ("
+    "SELECT rowid, rank FROM {table} WHERE {table} MATCH :query ORDER BY rank LIMIT :limit"
+    ") AS hit JOIN chunks AS c ON c.seq = hit.rowid WHERE c.agent_id = :agent_id "
+    "ORDER BY hit.rank"
 )
-_SHARED_TEXT_SEARCH = text(
-    "SELECT c.id AS id, bm25(chunks_fts) AS rank FROM chunks_fts "
-    "JOIN chunks AS c ON c.seq = chunks_fts.rowid "
+"""FTS5 ranks inside the agent's own table and keeps only the best `limit`; the join then
+reads those few chunks by primary key."""
+_SHARED_TEXT_SEARCH = (
+    "SELECT c.id AS id, bm25({table}) AS rank FROM {table} "
+    "JOIN chunks AS c ON c.seq = {table}.rowid "
     "JOIN documents AS d ON d.id = c.document_id "
-    "WHERE chunks_fts MATCH :query AND c.agent_id = :agent_id AND d.visibility = :visibility "
+    "WHERE {table} MATCH :query AND c.agent_id = :agent_id AND d.visibility = :visibility "
     "ORDER BY rank LIMIT :limit"
 )
 """Each matching row is checked by primary key, and the limit applies after the filter, so
 the chunks a caller may not see neither crowd out the others nor show in ranks."""
-
-_TERM_ROWS = text(
-    "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :term LIMIT :cap)"
+_ADD_TEXT = (
+    "INSERT INTO {table}(rowid, context, content) SELECT seq, context, content FROM chunks "
+    "WHERE document_id IN ({ids})"
 )
-_ALL_ROWS = text("SELECT count(*) FROM chunks")
+_REMOVE_TEXT = (
+    "INSERT INTO {table}({table}, rowid, context, content) "
+    "SELECT 'delete', seq, context, content FROM chunks WHERE id IN ({ids}) AND agent_id = :agent"
+)
+"""An external-content FTS5 table forgets a row given the values it indexed, read here from
+the chunk rows before they are deleted."""
+_TERM_DOCS = "SELECT term, doc FROM {table}_vocab WHERE term IN ({terms})"
+_AGENT_CHUNKS = text("SELECT coalesce(sum(chunks), 0) FROM documents WHERE agent_id = :agent")
+_FTS_EXISTS = text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name")
+_STEMMER = snowballstemmer.stemmer("porter")
+"""The Porter algorithm that FTS5's `porter` tokenizer applies, to look query words up in an
+agent's vocabulary as the index holds them."""
+
+DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
+DEFAULT_IDLE_SECONDS = 3600.0
 
 MatrixChange = Callable[[VectorMatrix], None]
 
@@ -76,14 +97,39 @@ def query_terms(query: str) -> list[str]:
     return [f'"{w}"' for w in list(words)[:_MAX_TERMS]]
 
 
+def index_term(term: str) -> str:
+    """A quoted query word as FTS5 indexes it: without diacritics, Porter-stemmed."""
+    bare = unicodedata.normalize("NFKD", term.strip('"'))
+    return str(_STEMMER.stemWord("".join(c for c in bare if not unicodedata.combining(c))))
+
+
 class SqliteSearchIndex:
-    def __init__(self, db: Database, thread_threshold: int = THREAD_THRESHOLD) -> None:
+    def __init__(
+        self,
+        db: Database,
+        thread_threshold: int = THREAD_THRESHOLD,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Matrices are evicted, least recently searched first, while they hold more than
+        `cache_bytes` together, and whenever one has not been searched for `idle_seconds`;
+        the next search reloads it from the database, with the same answers."""
         self._db = db
         self._thread_threshold = thread_threshold
+        self._cache_bytes = cache_bytes
+        self._idle_seconds = idle_seconds
+        self._clock = clock
         self._matrices: dict[tuple[str, Kind], VectorMatrix] = {}
+        self._used: dict[tuple[str, Kind], float] = {}
+        """When each cached matrix was last searched, least recent first."""
         self._loading: dict[tuple[str, Kind], list[MatrixChange]] = {}
         self._locks: dict[tuple[str, Kind], asyncio.Lock] = {}
         self._generations: dict[str, int] = {}
+        self._texts: set[str] = set()
+        self._term_counts: dict[str, _TermCounts] = {}
+        """Agents known to have a text table."""
 
     async def put(
         self,
@@ -148,8 +194,35 @@ class SqliteSearchIndex:
             )
         self._after_commit(tx, agent_id, kind, lambda matrix: matrix.relabel(ids, type))
 
+    async def add_text(self, tx: Tx, agent_id: str, document_ids: Sequence[str]) -> None:
+        document_ids = list(document_ids)
+        if not document_ids:
+            return
+        for statement in fts_ddl(agent_id):
+            await tx.conn.exec_driver_sql(statement)
+        table = fts_table(agent_id)
+        for start in range(0, len(document_ids), _BATCH):
+            batch = document_ids[start : start + _BATCH]
+            await tx.conn.execute(
+                text(_ADD_TEXT.format(table=table, ids=_placeholders("d", batch))),
+                _numbered("d", batch),
+            )
+
+        async def known() -> None:
+            self._texts.add(agent_id)
+
+        tx.on_commit(known)
+
     async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None:
         ids = list(ids)
+        if kind == "chunk" and ids and await self._has_text(tx.conn, agent_id, remember=False):
+            table = fts_table(agent_id)
+            for start in range(0, len(ids), _BATCH):
+                batch = ids[start : start + _BATCH]
+                await tx.conn.execute(
+                    text(_REMOVE_TEXT.format(table=table, ids=_placeholders("c", batch))),
+                    {**_numbered("c", batch), "agent": agent_id},
+                )
         for start in range(0, len(ids), _BATCH):
             await tx.conn.execute(
                 delete(vector_rows).where(
@@ -162,6 +235,8 @@ class SqliteSearchIndex:
 
     async def drop_agent(self, tx: Tx, agent_id: str) -> None:
         await tx.conn.execute(delete(vector_rows).where(vector_rows.c.agent_id == agent_id))
+        for statement in fts_drop(agent_id):
+            await tx.conn.exec_driver_sql(statement)
 
         async def forget() -> None:
             self.forget(agent_id)
@@ -170,9 +245,33 @@ class SqliteSearchIndex:
 
     def forget(self, agent_id: str) -> None:
         self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
+        self._texts.discard(agent_id)
+        self._term_counts.pop(agent_id, None)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
+            self._used.pop((agent_id, kind), None)
             self._locks.pop((agent_id, kind), None)
+
+    def cached_bytes(self) -> int:
+        return sum(matrix.nbytes for matrix in self._matrices.values())
+
+    def _evict(self, keep: tuple[str, Kind]) -> None:
+        """Mark `keep` as just searched, then drop idle matrices and, least recently searched
+        first, those beyond the memory bound (never `keep`: a search needs it). Dropping is
+        safe at any time: writes reach only cached matrices, and the database has them all."""
+        now = self._clock()
+        self._used.pop(keep, None)
+        self._used[keep] = now
+        total = self.cached_bytes()
+        for key, used in list(self._used.items()):
+            if key == keep:
+                continue
+            if total <= self._cache_bytes and now - used < self._idle_seconds:
+                continue
+            dropped = self._matrices.pop(key, None)
+            del self._used[key]
+            if dropped is not None:
+                total -= dropped.nbytes
 
     async def text_search(
         self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
@@ -181,13 +280,30 @@ class SqliteSearchIndex:
         if not terms or limit <= 0:
             return []
         params = {"agent_id": agent_id, "limit": limit, "visibility": visibility}
+        table = fts_table(agent_id)
         async with self._db.read() as conn:
-            terms = await _informative(conn, terms)
+            if not await self._has_text(conn, agent_id):
+                return []
+            terms = await _informative(conn, table, agent_id, terms, self._term_counts)
+            statement = _TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH
             rows = await conn.execute(
-                _TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH,
-                {**params, "query": " OR ".join(terms)},
+                text(statement.format(table=table)), {**params, "query": " OR ".join(terms)}
             )
             return [Hit(row.id, -float(row.rank)) for row in rows]
+
+    async def _has_text(
+        self, conn: AsyncConnection, agent_id: str, *, remember: bool = True
+    ) -> bool:
+        """Whether the agent has its text table (made with its first document). Seen from a
+        read connection, hence committed, it is remembered until the agent is forgotten."""
+        if agent_id in self._texts:
+            return True
+        found = await conn.execute(_FTS_EXISTS, {"name": fts_table(agent_id)})
+        if found.first() is None:
+            return False
+        if remember:
+            self._texts.add(agent_id)
+        return True
 
     async def vector_search(
         self,
@@ -204,6 +320,7 @@ class SqliteSearchIndex:
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
         snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
+        self._evict(keep=(agent_id, kind))
         if snapshot.size * space.dim < self._thread_threshold:
             return snapshot.top(query, limit, channel_id, type)
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
@@ -290,15 +407,55 @@ def _stale(space: Space) -> ColumnElement[bool]:
     return not_(and_(vector_rows.c.embedder == space.embedder, vector_rows.c.dim == space.dim))
 
 
-async def _informative(conn: AsyncConnection, terms: list[str]) -> list[str]:
-    """The terms found in fewer than half of all chunks. FTS5's BM25 floors the IDF of any
-    other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would be
-    scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
-    is that common, the rarest is kept. Counting stops at the half, so it stays cheap."""
+@dataclass
+class _TermCounts:
+    """Document counts of an agent's terms, as its vocabulary table gave them when the agent
+    had `chunks` chunks. Counting a term walks its whole posting list (40 ms for a common
+    term at 100,000 chunks), and the counts only decide which terms are too common to score,
+    so they are kept until the agent's chunk count moves by a tenth."""
+
+    chunks: int
+    docs: dict[str, int] = field(default_factory=dict)
+
+    def fresh(self, chunks: int) -> bool:
+        return abs(chunks - self.chunks) <= self.chunks // 10
+
+
+async def _informative(
+    conn: AsyncConnection,
+    table: str,
+    agent_id: str,
+    terms: list[str],
+    cache: dict[str, _TermCounts],
+) -> list[str]:
+    """The terms found in fewer than half of the agent's chunks. FTS5's BM25 floors the IDF of
+    any other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would
+    be scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
+    is that common, the rarest is kept. A word the vocabulary does not hold as stemmed here
+    counts as rare, which costs time, never results."""
     if len(terms) < 2:
         return terms
-    half = ((await conn.execute(_ALL_ROWS)).scalar_one() + 1) // 2
-    rows = {
-        t: (await conn.execute(_TERM_ROWS, {"term": t, "cap": half})).scalar_one() for t in terms
-    }
+    chunks = (await conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
+    counts = cache.get(agent_id)
+    if counts is None or not counts.fresh(chunks):
+        counts = cache[agent_id] = _TermCounts(chunks)
+    stems = {t: index_term(t) for t in terms}
+    unknown = sorted({s for s in stems.values() if s not in counts.docs})
+    if unknown:
+        found = await conn.execute(
+            text(_TERM_DOCS.format(table=table, terms=_placeholders("t", unknown))),
+            _numbered("t", unknown),
+        )
+        counts.docs.update(dict.fromkeys(unknown, 0))
+        counts.docs.update({term: int(count) for term, count in found})
+    half = (chunks + 1) // 2
+    rows = {t: counts.docs[stems[t]] for t in terms}
     return [t for t in terms if rows[t] < half] or [min(terms, key=rows.__getitem__)]
+
+
+def _placeholders(prefix: str, values: Sequence[str]) -> str:
+    return ", ".join(f":{prefix}{i}" for i in range(len(values)))
+
+
+def _numbered(prefix: str, values: Sequence[str]) -> dict[str, str]:
+    return {f"{prefix}{i}": value for i, value in enumerate(values)}

@@ -2,11 +2,15 @@
 
 `chunks` carries an integer `seq` primary key besides its public `id` because the SQLite
 full-text index reads chunk text by rowid, and only an INTEGER PRIMARY KEY keeps rowids
-stable across VACUUM. The FTS5 table and its triggers cannot be made by `create_all`;
-`FTS_DDL` holds them for the migration and the tests.
+stable across VACUUM. Each agent has its own FTS5 table (`fts_ddl`), made with its first
+document, so that one agent's query neither walks nor scores another agent's postings and its
+BM25 statistics are its own; the index adapter writes it in the transaction that stores chunks.
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
 
 from sqlalchemy import (
     Column,
@@ -57,9 +61,13 @@ chunks = Table(
     Column("page", Integer, nullable=True),
     Column("tokens", Integer, nullable=False),
     Column("content", Text, nullable=False),
+    Column("context", Text, nullable=False, server_default=""),
     Index("ix_chunks_agent_id", "agent_id"),
     Index("ix_chunks_document_id_ordinal", "document_id", "ordinal"),
 )
+"""`context` is the document's title and the chunk's heading path: embedded and indexed with
+the content so that a passage deep in a document keeps the words that say what it is about,
+but not shown to the agent, which gets the document name and heading path as fields."""
 
 memories = Table(
     "memories",
@@ -110,28 +118,27 @@ vectors = Table(
 a chunk, `type` holds its document's visibility) so that filtered search needs no join;
 `embedder` and `dim` tell current vectors from stale ones."""
 
-FTS_DDL: tuple[str, ...] = (
-    "CREATE VIRTUAL TABLE chunks_fts USING fts5("
-    "heading_path, content, content='chunks', content_rowid='seq', "
-    "tokenize='porter unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN "
-    "INSERT INTO chunks_fts(rowid, heading_path, content) "
-    "VALUES (new.seq, new.heading_path, new.content); END",
-    "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN "
-    "INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content) "
-    "VALUES ('delete', old.seq, old.heading_path, old.content); END",
-    "CREATE TRIGGER chunks_fts_update AFTER UPDATE OF heading_path, content ON chunks BEGIN "
-    "INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content) "
-    "VALUES ('delete', old.seq, old.heading_path, old.content); "
-    "INSERT INTO chunks_fts(rowid, heading_path, content) "
-    "VALUES (new.seq, new.heading_path, new.content); END",
-)
-"""SQLite only: an external-content FTS5 index over `chunks`, kept in step by triggers, which
-also fire on the cascades from deleting a document or an agent."""
 
-FTS_DROP: tuple[str, ...] = (
-    "DROP TRIGGER IF EXISTS chunks_fts_update",
-    "DROP TRIGGER IF EXISTS chunks_fts_delete",
-    "DROP TRIGGER IF EXISTS chunks_fts_insert",
-    "DROP TABLE IF EXISTS chunks_fts",
-)
+def fts_table(agent_id: str) -> str:
+    """The name of the agent's own full-text table, never needing quotes: the id itself when it
+    is lower-case word characters (SQLite names ignore case), else a hash of it."""
+    if re.fullmatch(r"[a-z0-9_]{1,80}", agent_id):
+        return f"chunks_fts_a_{agent_id}"
+    return f"chunks_fts_h_{hashlib.sha256(agent_id.encode()).hexdigest()[:32]}"
+
+
+def fts_ddl(agent_id: str) -> tuple[str, ...]:
+    """SQLite only: the agent's external-content FTS5 index over its rows of `chunks` (context
+    and content), and a vocabulary table that gives each term's document count in one lookup."""
+    table = fts_table(agent_id)
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
+        "context, content, content='chunks', content_rowid='seq', "
+        "tokenize='porter unicode61 remove_diacritics 2')",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, 'row')",
+    )
+
+
+def fts_drop(agent_id: str) -> tuple[str, ...]:
+    table = fts_table(agent_id)
+    return (f"DROP TABLE IF EXISTS {table}_vocab", f"DROP TABLE IF EXISTS {table}")

@@ -8,7 +8,6 @@ import sqlalchemy as sa
 from alembic import op
 
 from palaver.store.tables.base import JsonValue, UtcDateTime
-from palaver.store.tables.knowledge import FTS_DDL, FTS_DROP
 
 revision = "0002_knowledge"
 down_revision = "0001_core"
@@ -20,6 +19,33 @@ def _agent_fk() -> sa.Column[str]:
     return sa.Column(
         "agent_id", sa.String(40), sa.ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
     )
+
+
+FTS_DDL: tuple[str, ...] = (
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5("
+    "heading_path, content, content='chunks', content_rowid='seq', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN "
+    "INSERT INTO chunks_fts(rowid, heading_path, content) "
+    "VALUES (new.seq, new.heading_path, new.content); END",
+    "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN "
+    "INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content) "
+    "VALUES ('delete', old.seq, old.heading_path, old.content); END",
+    "CREATE TRIGGER chunks_fts_update AFTER UPDATE OF heading_path, content ON chunks BEGIN "
+    "INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content) "
+    "VALUES ('delete', old.seq, old.heading_path, old.content); "
+    "INSERT INTO chunks_fts(rowid, heading_path, content) "
+    "VALUES (new.seq, new.heading_path, new.content); END",
+)
+"""SQLite only: one external-content FTS5 index over all of `chunks`, kept in step by
+triggers (as this revision made it; revision 0007 replaced it by one table per agent)."""
+
+FTS_DROP: tuple[str, ...] = (
+    "DROP TRIGGER IF EXISTS chunks_fts_update",
+    "DROP TRIGGER IF EXISTS chunks_fts_delete",
+    "DROP TRIGGER IF EXISTS chunks_fts_insert",
+    "DROP TABLE IF EXISTS chunks_fts",
+)
 
 
 def upgrade() -> None:
