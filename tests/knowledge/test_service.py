@@ -311,7 +311,7 @@ async def test_concurrent_uploads_are_stored_in_shared_batches(
     stored = [r for r in results[:9] if isinstance(r, IngestResult)]
     assert len(stored) == 9 and len({r.document.id for r in stored}) == 8
     first, again = sorted((stored[0], stored[8]), key=lambda r: r.duplicate)
-    assert not first.duplicate and again.duplicate and again.document == first.document
+    assert not first.duplicate and again.duplicate and again.document.id == first.document.id
     assert isinstance(results[9], NotFound)
     assert await count(db, chunks) == 8 and await count(db, vectors) == 8
     answer = await kb.query(AGENT, "where is the compass kept?", top_k=1)
