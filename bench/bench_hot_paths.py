@@ -187,6 +187,9 @@ class Palaver(Target):
             **super().env(),
             "PALAVER_LOG_LEVEL": "warning",
             "PALAVER_WS_UNAUTHENTICATED_PER_ADDRESS": "100000",
+            # The storm's 10,000 sockets come from one client process, which needs longer than
+            # the 10 s a socket is given to authenticate to send every `auth`.
+            "PALAVER_WS_AUTH_SECONDS": "300",
             "HF_HUB_OFFLINE": "1",
         }
 
