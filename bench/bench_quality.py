@@ -39,6 +39,7 @@ from bench.quality.run import (
     Rankings,
     ask_hybrid,
     check_variant,
+    choose_variant,
     rank_in_process,
     start_server,
     upload_corpus,
@@ -65,9 +66,10 @@ def collect(variant: str, fast: bool) -> tuple[list[Question], Rankings, float, 
     questions = load_questions(fast)
     rankings = Rankings()
     with tempfile.TemporaryDirectory(prefix="palaver-quality-") as tmp:
-        server = start_server(Path(tmp) / "data", variant)
+        server = start_server(Path(tmp) / "data")
         try:
             with server.login() as api:
+                choose_variant(api, variant)
                 agent_id = new_agent(api)["id"]
                 ingest_seconds = upload_corpus(api, agent_id, files)
                 ask_hybrid(api, agent_id, questions, rankings)

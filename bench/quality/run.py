@@ -8,19 +8,18 @@ database, and `text_search` and `vector_search` (the two calls the server's hybr
 makes) rank each question; fusing those two lists the way the server does must give the
 ranking that the HTTP API returned, which `agreement` reports.
 
-The embedder variant reaches the server and this process as the environment variable
-`EMBEDDER_ENV`; it is assumed to be what selects the float or int8-quantized local model
-(see docs/NOTES.md). The embedder names stored with the vectors are returned so that the
-caller can check the variant really took effect.
+The embedder variant is the settings' local embedding model: `all-MiniLM-L6-v2` (float, on
+torch) or `all-MiniLM-L6-v2-int8` (int8 on ONNX Runtime, the `int8` extra), set on the server
+with `PUT /api/settings` before the corpus goes in and used the same way in this process. The
+embedder names stored with the vectors are returned so that the caller can check the variant
+really took effect.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from tests.support import Api, Server
 
 from bench.quality.corpus import Question
 from bench.quality.scoring import DEPTH, Passage
-from palaver.knowledge.embed import make_embedder
+from palaver.knowledge.embed import INT8_MODEL, LOCAL_MODEL, make_embedder
 from palaver.knowledge.fusion import DEPTH as FUSION_DEPTH
 from palaver.knowledge.fusion import fuse
 from palaver.knowledge.index.base import Space
@@ -37,30 +36,25 @@ from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.settings import Settings
 from palaver.store.db import Database
 
-EMBEDDER_ENV = "PALAVER_EMBEDDING_PRECISION"
-VARIANTS = {"float": "float32", "quantized": "int8"}
+VARIANTS = {"float": LOCAL_MODEL, "quantized": INT8_MODEL}
 MODES = ("text", "vector", "hybrid")
 
 
-def variant_env(variant: str) -> dict[str, str]:
-    """The environment that selects the embedder variant, for the server and this process."""
-    return {EMBEDDER_ENV: VARIANTS[variant]}
+def variant_settings(variant: str) -> dict[str, Any]:
+    """The settings patch that selects the embedder variant."""
+    return {"embedding": {"provider": "local", "model": VARIANTS[variant]}}
 
 
 def embedder_name(variant: str) -> str:
     """The name the variant's embedder stores with its vectors (made without loading it)."""
-    with _environment(variant_env(variant)):
-        return make_embedder(Settings()).name
+    return make_embedder(Settings.model_validate(variant_settings(variant))).name
 
 
 def check_variant(variant: str) -> None:
     """Refuse a variant this build cannot select: its vectors would carry the float model's
     name, and float results would be reported under the variant's."""
     if variant != "float" and embedder_name(variant) == embedder_name("float"):
-        raise SystemExit(
-            f"{EMBEDDER_ENV}={VARIANTS[variant]} does not change the embedder in this build; "
-            f"no {variant} embedder to measure"
-        )
+        raise SystemExit(f"the {variant} embedder is the float one in this build")
 
 
 @dataclass
@@ -84,10 +78,14 @@ class Rankings:
     """The embedder names stored with the agent's chunk vectors."""
 
 
-def start_server(data_dir: Path, variant: str) -> Server:
-    server = Server(data_dir, env=variant_env(variant))
+def start_server(data_dir: Path) -> Server:
+    server = Server(data_dir)
     server.start()
     return server
+
+
+def choose_variant(api: Api, variant: str) -> None:
+    api.ok("PUT", "/api/settings", json=variant_settings(variant))
 
 
 def upload_corpus(api: Api, agent_id: str, files: dict[str, bytes]) -> float:
@@ -122,21 +120,6 @@ def ask_hybrid(api: Api, agent_id: str, questions: Sequence[Question], rankings:
         rankings.hybrid_ids[question.id] = [r["chunkId"] for r in body["results"]]
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for a block (the embedder may read them when it loads)."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _chunks(db_path: Path, agent_id: str) -> dict[str, Passage]:
     with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
         rows = conn.execute(
@@ -167,9 +150,8 @@ async def rank_in_process(
     chunks = _chunks(db_path, agent_id)
     rankings.corpus = list(chunks.values())
     rankings.embedders = _embedders(db_path, agent_id)
-    with _environment(variant_env(variant)):
-        embedder = make_embedder(Settings())
-        vectors = await embedder.embed([q.text for q in questions])
+    embedder = make_embedder(Settings.model_validate(variant_settings(variant)))
+    vectors = await embedder.embed([q.text for q in questions])
     space = Space(embedder.name, embedder.dim)
     if rankings.embedders != [space.embedder]:
         raise RuntimeError(
