@@ -13,7 +13,7 @@ from tests.support import Api, new_agent, unique
     ("body", "status", "field"),
     [
         ({"avatar": "ab"}, 400, "avatar"),
-        ({"model": "nowhere/some-model"}, 409, "model"),
+        ({"model": "never-configured/some-model"}, 409, "model"),
         ({"model": "no slash"}, 400, "model"),
         ({"tools": ["no_such_tool"]}, 400, "tools"),
         ({"tools": ["mcp:absent:tool"]}, 409, "tools"),
