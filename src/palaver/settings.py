@@ -54,7 +54,9 @@ class ProviderConfig(_Strict):
 
 class EmbeddingConfig(_Strict):
     provider: str = "local"
-    model: str = "all-MiniLM-L6-v2"
+    model: str = "all-MiniLM-L6-v2-int8"
+    """The local model with int8 weights on ONNX Runtime; `all-MiniLM-L6-v2` is the float one
+    on torch (the `torch` extra). Both score alike on the quality set (bench/results/quality.md)."""
 
 
 class WebSearchConfig(_Strict):

@@ -3,11 +3,13 @@ removes all of it, and revision 0007 moves existing chunks into per-agent FTS5 t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, inspect
 
+from palaver.settings import Settings
 from palaver.store import migrate
 from palaver.store.tables.knowledge import fts_table
 from tests.knowledge.helpers import KNOWLEDGE_TABLES, create_knowledge_schema
@@ -117,3 +119,39 @@ def test_0007_moves_chunks_into_per_agent_text_tables_with_their_titles(tmp_path
         assert describe(path)["fts"] == OLD_FTS_OBJECTS
     finally:
         engine.dispose()
+
+
+def _settings_after_0008(tmp_path: Path, embedder: str | None) -> Any:
+    path = tmp_path / "palaver.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    migrate.upgrade(url, "0007_knowledge_at_scale")
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        if embedder is not None:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "INSERT INTO agents (id, name, name_key, avatar, description, model, tools, "
+                    "soul, auto_inject_memory, created_at, updated_at) VALUES ('agent_x', 'x', "
+                    "'x', 'a', '', 'builtin/echo', '[]', '', 0, '2026-01-01', '2026-01-01')"
+                )
+                conn.exec_driver_sql(
+                    "INSERT INTO vectors (item_id, agent_id, kind, embedder, dim, data) "
+                    f"VALUES ('chunk_1', 'agent_x', 'chunk', '{embedder}', 1, x'00000000')"
+                )
+        migrate.upgrade(url)
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT data FROM settings").scalar()
+    finally:
+        engine.dispose()
+
+
+def test_a_deployment_holding_float_vectors_keeps_the_float_embedder(tmp_path: Path) -> None:
+    """The default became the int8 model; vectors already made by the float one stay current."""
+
+    data = _settings_after_0008(tmp_path, "local/all-MiniLM-L6-v2")
+    assert json.loads(data)["embedding"] == {"provider": "local", "model": "all-MiniLM-L6-v2"}
+
+
+def test_a_new_deployment_takes_the_int8_default(tmp_path: Path) -> None:
+    assert _settings_after_0008(tmp_path, None) is None
+    assert Settings().embedding.model == "all-MiniLM-L6-v2-int8"

