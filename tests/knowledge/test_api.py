@@ -89,7 +89,7 @@ FACTS = [
     ("Deploys go out on Tuesdays, after the stand-up meeting.", "procedural"),
     ("The owner moved to Lisbon in March.", "episodic"),
 ]
-LOCAL = ("local/all-MiniLM-L6-v2", 384)
+LOCAL = ("local/all-MiniLM-L6-v2-int8", 384)
 """The vector space of the default local embedder."""
 
 BASE = "The owner's favourite programming language is Python."
@@ -547,7 +547,7 @@ def test_an_embedding_change_leaves_vectors_stale_until_they_are_reindexed(
         assert {r["vectorRank"] for r in found} >= {1}
         assert len(memories(owner, agent, q="the owner's pet")) == len(FACTS)
 
-        local = {"provider": "local", "model": "all-MiniLM-L6-v2"}
+        local = {"provider": "local", "model": "all-MiniLM-L6-v2-int8"}
         owner.ok("PUT", "/api/settings", json={"embedding": local})
     fresh_server.stop()
 

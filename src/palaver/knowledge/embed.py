@@ -365,7 +365,8 @@ def make_embedder(settings: Settings) -> Embedder:
             return LocalEmbedder(precision="int8")
         if choice.model not in _LOCAL_ALIASES:
             raise Conflict(
-                f"The local embedder has '{INT8_MODEL}' and '{LOCAL_MODEL}'; got '{choice.model}'."
+                f"The local embedder only has '{INT8_MODEL}' and '{LOCAL_MODEL}'; "
+                f"got '{choice.model}'."
             )
         if not torch_installed():
             raise Conflict(
