@@ -92,6 +92,13 @@ FACTS = [
 LOCAL = ("local/all-MiniLM-L6-v2-int8", 384)
 """The vector space of the default local embedder."""
 
+
+def local_space(owner: Api) -> tuple[str, int]:
+    """The local vector space the server embeds with now: the module's server is shared, and
+    other tests choose the float or the int8 model."""
+    return (f"local/{owner.ok('GET', '/api/settings')['settings']['embedding']['model']}", 384)
+
+
 BASE = "The owner's favourite programming language is Python."
 JUST_ABOVE_DUPLICATE = "The owner's favourite language for scripting is Python."
 JUST_BELOW_DUPLICATE = "Programming languages the owner knows: Python, Go."
@@ -351,7 +358,7 @@ def test_documents_are_listed_newest_first_and_deleted_with_their_chunks(
     found = query(owner, agent["id"], "oil the chain", top_k=10)["results"]
     assert {r["documentId"] for r in found} == {lease["id"]}
     assert sql(server, "SELECT count(*) FROM chunks WHERE document_id = ?", bikes["id"]) == [(0,)]
-    assert spaces(server, agent["id"]) == {LOCAL: lease["chunks"]}
+    assert spaces(server, agent["id"]) == {local_space(owner): lease["chunks"]}
     assert owner.delete(f"/api/rag/documents/{bikes['id']}").status_code == 404
     assert owner.get("/api/rag/documents", params={"agentId": "agent_nobody"}).status_code == 404
 
@@ -482,7 +489,7 @@ def test_deleting_an_agent_deletes_its_memories_and_documents(server: Server, ow
     uploaded(owner, agent, "bikes.md", BIKE_GUIDE.encode())
     memory = remember(owner, agent, BASE)["memory"]
     remember(owner, agent, JUST_ABOVE_UPDATE)
-    assert spaces(server, agent) == {LOCAL: 4}
+    assert spaces(server, agent) == {local_space(owner): 4}
 
     assert owner.ok("DELETE", f"/api/agents/{agent}") == {"ok": True}
     for table in ("documents", "chunks", "memories", "vectors"):
