@@ -151,7 +151,8 @@ async def rank_in_process(
     rankings.corpus = list(chunks.values())
     rankings.embedders = _embedders(db_path, agent_id)
     embedder = make_embedder(Settings.model_validate(variant_settings(variant)))
-    vectors = await embedder.embed([q.text for q in questions])
+    # One at a time, as the server embeds a query: a lone short text takes its own graph.
+    vectors = [(await embedder.embed([q.text]))[0] for q in questions]
     space = Space(embedder.name, embedder.dim)
     if rankings.embedders != [space.embedder]:
         raise RuntimeError(

