@@ -151,8 +151,7 @@ async def rank_in_process(
     rankings.corpus = list(chunks.values())
     rankings.embedders = _embedders(db_path, agent_id)
     embedder = make_embedder(Settings.model_validate(variant_settings(variant)))
-    # One at a time, as the server embeds a query: a lone short text takes its own graph.
-    vectors = [(await embedder.embed([q.text]))[0] for q in questions]
+    vectors = [await embedder.embed_query(q.text) for q in questions]
     space = Space(embedder.name, embedder.dim)
     if rankings.embedders != [space.embedder]:
         raise RuntimeError(

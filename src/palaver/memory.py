@@ -338,7 +338,9 @@ class MemoryStore:
     async def _similar(
         self, agent_id: str, text: str, k: int, type: str | None, only_channel: str | None
     ) -> list[MemoryMatch]:
-        vector, space = await self._embed(text)
+        embedder = self._embedder()
+        vector = await embedder.embed_query(text)
+        space = Space(embedder.name, int(vector.shape[0]))
         hits = await self._index.vector_search(
             agent_id, "memory", vector, space, k, channel_id=only_channel, type=type
         )

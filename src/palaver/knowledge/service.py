@@ -324,22 +324,23 @@ class KnowledgeBase:
         reranker: Reranker | None,
         visibility: str | None,
     ) -> QueryResult:
+        """The text search runs while the query is embedded: on two cores the two overlap."""
         embedder = self._embedder()
-        vector = (await embedder.embed([query]))[0]
-        space = Space(embedder.name, int(vector.shape[0]))
+        found: dict[str, list[str]] = {}
+
+        async def text_search() -> None:
+            hits = await self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
+            found["text"] = [h.id for h in hits]
+
+        async def vector_search() -> None:
+            vector = await embedder.embed_query(query)
+            space = Space(embedder.name, int(vector.shape[0]))
+            hits = await self._index.vector_search(
+                agent_id, "chunk", vector, space, DEPTH, type=visibility
+            )
+            found["vector"] = [h.id for h in hits]
+
         async with anyio.create_task_group() as group:
-            found: dict[str, list[str]] = {}
-
-            async def text_search() -> None:
-                hits = await self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
-                found["text"] = [h.id for h in hits]
-
-            async def vector_search() -> None:
-                hits = await self._index.vector_search(
-                    agent_id, "chunk", vector, space, DEPTH, type=visibility
-                )
-                found["vector"] = [h.id for h in hits]
-
             group.start_soon(text_search)
             group.start_soon(vector_search)
         fused = fuse(found["text"], found["vector"])

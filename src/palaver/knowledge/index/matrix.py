@@ -74,14 +74,10 @@ class VectorMatrix:
         self._pos: dict[str, int] = {}
 
     @classmethod
-    def from_rows(
-        cls, space: Space, entries: Sequence[Entry], data: Sequence[bytes]
-    ) -> VectorMatrix:
-        matrix = cls(space, capacity=len(entries) + len(entries) // 8 + 16)
-        if entries:
-            flat = np.frombuffer(b"".join(data), dtype=np.float32)
-            matrix._append(entries, flat.reshape(len(entries), space.dim))
-        return matrix
+    def sized(cls, space: Space, rows: int) -> VectorMatrix:
+        """Room for `rows` and an eighth more, so that the first writes after a load do not
+        copy the whole matrix."""
+        return cls(space, capacity=rows + rows // 8 + 16)
 
     @property
     def nbytes(self) -> int:
@@ -105,7 +101,7 @@ class VectorMatrix:
                 self._channels[row] = entry.channel_id
                 self._types[row] = entry.type
         if fresh:
-            self._append([e for e, _ in fresh], np.stack([v for _, v in fresh]))
+            self.extend([e for e, _ in fresh], np.stack([v for _, v in fresh]))
 
     def relabel(self, ids: Iterable[str], type: str | None) -> None:
         """Give the rows a new `type` (a chunk's visibility), copying as `upsert` does."""
@@ -128,7 +124,8 @@ class VectorMatrix:
         self._n = len(keep)
         self._pos = {item_id: row for row, item_id in enumerate(self._ids)}
 
-    def _append(self, entries: Sequence[Entry], vectors: NDArray[np.float32]) -> None:
+    def extend(self, entries: Sequence[Entry], vectors: NDArray[np.float32]) -> None:
+        """Add rows the matrix does not hold yet."""
         needed = self._n + len(entries)
         if needed > self._buf.shape[0]:
             grown = np.empty((max(needed, 2 * self._buf.shape[0]), self.space.dim), np.float32)

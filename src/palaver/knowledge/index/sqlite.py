@@ -20,7 +20,18 @@ from typing import TYPE_CHECKING
 import anyio
 import numpy as np
 import snowballstemmer
-from sqlalchemy import ColumnElement, and_, case, delete, func, not_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    case,
+    delete,
+    func,
+    not_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -47,6 +58,9 @@ _STOPWORDS = frozenset(
 )
 _MAX_TERMS = 32
 _BATCH = 500
+_LOAD_BATCH = 4096
+"""Vector rows read at a time into a loading matrix: a 100,000-row matrix then needs 6 MB
+besides itself, where reading every row first took three times its size."""
 
 _TEXT_SEARCH = (
     "SELECT c.id AS id, hit.rank AS rank FROM ("
@@ -276,20 +290,30 @@ class SqliteSearchIndex:
     async def text_search(
         self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
     ) -> list[Hit]:
+        """One read hop: the table check (until it is known), the terms worth scoring and the
+        search run together on one connection."""
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
-        params = {"agent_id": agent_id, "limit": limit, "visibility": visibility}
         table = fts_table(agent_id)
-        async with self._db.read() as conn:
-            if not await self._has_text(conn, agent_id):
-                return []
-            terms = await _informative(conn, table, agent_id, terms, self._term_counts)
-            statement = _TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH
-            rows = await conn.execute(
-                text(statement.format(table=table)), {**params, "query": " OR ".join(terms)}
-            )
+        known = agent_id in self._texts
+        statement = text(
+            (_TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH).format(table=table)
+        )
+        params = {"agent_id": agent_id, "limit": limit, "visibility": visibility}
+
+        def search(conn: Connection) -> list[Hit] | None:
+            if not known and conn.execute(_FTS_EXISTS, {"name": table}).first() is None:
+                return None
+            chosen = _informative(conn, table, agent_id, terms, self._term_counts)
+            rows = conn.execute(statement, {**params, "query": " OR ".join(chosen)})
             return [Hit(row.id, -float(row.rank)) for row in rows]
+
+        hits = await self._db.read_unit(search)
+        if hits is None:
+            return []
+        self._texts.add(agent_id)
+        return hits
 
     async def _has_text(
         self, conn: AsyncConnection, agent_id: str, *, remember: bool = True
@@ -394,13 +418,20 @@ class SqliteSearchIndex:
             )
             .order_by(vector_rows.c.item_id)
         )
-        async with self._db.read() as conn:
-            rows = (await conn.execute(query)).all()
-        entries = [Entry(row.item_id, row.channel_id, row.type) for row in rows]
-        data = [row.data for row in rows]
-        if len(rows) * space.dim < self._thread_threshold:
-            return VectorMatrix.from_rows(space, entries, data)
-        return await anyio.to_thread.run_sync(VectorMatrix.from_rows, space, entries, data)
+        counted = select(func.count()).select_from(query.order_by(None).subquery())
+
+        def load(conn: Connection) -> VectorMatrix:
+            matrix = VectorMatrix.sized(space, conn.execute(counted).scalar_one())
+            rows = conn.execution_options(yield_per=_LOAD_BATCH).execute(query)
+            for part in rows.partitions():
+                block = np.frombuffer(b"".join(row.data for row in part), dtype=np.float32)
+                matrix.extend(
+                    [Entry(row.item_id, row.channel_id, row.type) for row in part],
+                    block.reshape(len(part), space.dim),
+                )
+            return matrix
+
+        return await self._db.read_unit(load)
 
 
 def _stale(space: Space) -> ColumnElement[bool]:
@@ -421,8 +452,8 @@ class _TermCounts:
         return abs(chunks - self.chunks) <= self.chunks // 10
 
 
-async def _informative(
-    conn: AsyncConnection,
+def _informative(
+    conn: Connection,
     table: str,
     agent_id: str,
     terms: list[str],
@@ -435,14 +466,14 @@ async def _informative(
     counts as rare, which costs time, never results."""
     if len(terms) < 2:
         return terms
-    chunks = (await conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
+    chunks = (conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
     counts = cache.get(agent_id)
     if counts is None or not counts.fresh(chunks):
         counts = cache[agent_id] = _TermCounts(chunks)
     stems = {t: index_term(t) for t in terms}
     unknown = sorted({s for s in stems.values() if s not in counts.docs})
     if unknown:
-        found = await conn.execute(
+        found = conn.execute(
             text(_TERM_DOCS.format(table=table, terms=_placeholders("t", unknown))),
             _numbered("t", unknown),
         )
