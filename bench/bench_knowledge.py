@@ -287,7 +287,7 @@ async def bench_scale(
     embed_s, text_s, vector_s, total_s = [], [], [], []
     for query in texts:
         t0 = time.perf_counter()
-        vector = (await embedder.embed([query]))[0]
+        vector = await embedder.embed_query(query)
         t1 = time.perf_counter()
         await index.text_search(agent, query, 20)
         t2 = time.perf_counter()
