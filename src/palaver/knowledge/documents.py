@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
@@ -88,10 +88,13 @@ def _document(row: Any) -> Document:
     )
 
 
+def agent_known(conn: Connection, agent_id: str) -> bool:
+    """For read units (one hop); `agent_exists` is the same on an async connection."""
+    return conn.execute(select(agents.c.id).where(agents.c.id == agent_id)).first() is not None
+
+
 async def agent_exists(conn: AsyncConnection, agent_id: str) -> bool:
-    return (
-        await conn.execute(select(agents.c.id).where(agents.c.id == agent_id))
-    ).first() is not None
+    return await conn.run_sync(agent_known, agent_id)
 
 
 async def get(conn: AsyncConnection, document_id: str) -> Document | None:
@@ -116,11 +119,11 @@ async def list_for(conn: AsyncConnection, agent_id: str) -> list[Document]:
     return [_document(row) for row in await conn.execute(query)]
 
 
-async def has_any(conn: AsyncConnection, agent_id: str, visibility: str | None = None) -> bool:
+def has_any(conn: Connection, agent_id: str, visibility: str | None = None) -> bool:
     query = select(documents.c.id).where(documents.c.agent_id == agent_id)
     if visibility is not None:
         query = query.where(documents.c.visibility == visibility)
-    return (await conn.execute(query.limit(1))).first() is not None
+    return conn.execute(query.limit(1)).first() is not None
 
 
 async def set_visibility(conn: AsyncConnection, document_id: str, visibility: str) -> None:
@@ -192,6 +195,10 @@ async def delete_document(conn: AsyncConnection, document_id: str) -> None:
 async def load_chunks(
     conn: AsyncConnection, agent_id: str, ids: Sequence[str]
 ) -> dict[str, StoredChunk]:
+    return await conn.run_sync(chunks_by_id, agent_id, ids)
+
+
+def chunks_by_id(conn: Connection, agent_id: str, ids: Sequence[str]) -> dict[str, StoredChunk]:
     """Looked up by id alone, the agent checked on the rows: with an agent condition in SQL,
     SQLite walks the agent's index (100,000 rows: 120 ms) instead of the ids' (0.5 ms)."""
     if not ids:
@@ -222,7 +229,7 @@ async def load_chunks(
             visibility=row.visibility,
             context=row.context,
         )
-        for row in await conn.execute(query)
+        for row in conn.execute(query)
         if row.agent_id == agent_id
     }
 

@@ -5,6 +5,7 @@ and then only such documents are searched, filtered inside the index before rank
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -291,9 +292,8 @@ class KnowledgeBase:
             raise Invalid(f"topK must be between 1 and {MAX_TOP_K}.")
         if not query.strip():
             raise Invalid("The query is empty.")
-        async with self._db.read() as conn:
-            if not await repo.agent_exists(conn, agent_id):
-                raise NotFound(f"There is no agent '{agent_id}'.")
+        if not await self._db.read_unit(lambda conn: repo.agent_known(conn, agent_id)):
+            raise NotFound(f"There is no agent '{agent_id}'.")
         return await self._search(agent_id, query, top_k, reranker, _only(members_only))
 
     async def relevant_chunks(
@@ -310,9 +310,8 @@ class KnowledgeBase:
         if not text.strip() or k <= 0:
             return []
         visibility = _only(members_only)
-        async with self._db.read() as conn:
-            if not await repo.has_any(conn, agent_id, visibility):
-                return []
+        if not await self._db.read_unit(lambda conn: repo.has_any(conn, agent_id, visibility)):
+            return []
         found = await self._search(agent_id, text, min(k, MAX_TOP_K), reranker, visibility)
         return found.results
 
@@ -326,26 +325,23 @@ class KnowledgeBase:
     ) -> QueryResult:
         """The text search runs while the query is embedded: on two cores the two overlap."""
         embedder = self._embedder()
-        found: dict[str, list[str]] = {}
-
-        async def text_search() -> None:
-            hits = await self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
-            found["text"] = [h.id for h in hits]
-
-        async def vector_search() -> None:
+        text_search = asyncio.create_task(
+            self._index.text_search(agent_id, query, DEPTH, visibility=visibility)
+        )
+        try:
             vector = await embedder.embed_query(query)
             space = Space(embedder.name, int(vector.shape[0]))
-            hits = await self._index.vector_search(
+            nearest = await self._index.vector_search(
                 agent_id, "chunk", vector, space, DEPTH, type=visibility
             )
-            found["vector"] = [h.id for h in hits]
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(text_search)
-            group.start_soon(vector_search)
+        except BaseException:
+            text_search.cancel()
+            await asyncio.gather(text_search, return_exceptions=True)
+            raise
+        found = {"text": [h.id for h in await text_search], "vector": [h.id for h in nearest]}
         fused = fuse(found["text"], found["vector"])
-        async with self._db.read() as conn:
-            stored = await repo.load_chunks(conn, agent_id, [f.id for f in fused])
+        ids = [f.id for f in fused]
+        stored = await self._db.read_unit(lambda conn: repo.chunks_by_id(conn, agent_id, ids))
         if visibility is not None:
             stored = {i: c for i, c in stored.items() if c.visibility == visibility}
         results = [
