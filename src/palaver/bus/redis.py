@@ -1,0 +1,194 @@
+"""Several nodes' bus: every event goes through Redis pub/sub, and every node hears every event.
+
+Each topic is its own Redis channel (`palaver:<db>:channel:<id>`) and each node holds one
+pattern subscription on `palaver:<db>:*`: every hub needs every channel's events (it follows
+replies that stream, so that a socket joining mid-answer gets the answer so far), and one
+subscription on one connection keeps Redis' delivery order. Pub/sub ignores the database number,
+so the channel names carry it: installations on one Redis with different numbers do not hear
+each other.
+
+The publishing node hears its own events back through Redis like every other node, and only so:
+one order for everyone. Publishing only enqueues (a bounded queue, so a slow Redis slows the
+publishers instead of filling memory); one writer sends what is queued in pipelined batches, in
+queue order. Delivery is at most once: while Redis is unreachable events are dropped and counted
+(a subscriber that is away misses them anyway; the data is in the database), and both the writer
+and the subscription come back by themselves with growing pauses. docs/SCALING.md says more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import orjson
+from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
+
+from palaver.bus.base import Event, Listener, deliver
+from palaver.redis_client import connect
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 10_000
+"""Events waiting for the writer; past this, publishers wait for room."""
+BATCH = 512
+"""Events sent in one pipeline."""
+FIRST_PAUSE = 0.1
+LONGEST_PAUSE = 5.0
+FLUSH_SECONDS = 5.0
+"""How long `aclose` waits for queued events to reach Redis."""
+
+_Outgoing = tuple[str, bytes]
+
+
+class RedisBus:
+    def __init__(self, url: str, namespace: str = "palaver", queue_size: int = QUEUE_SIZE) -> None:
+        self._redis = connect(url)
+        db = self._redis.connection_pool.connection_kwargs.get("db", 0)
+        self._prefix = f"{namespace}:{db}:"
+        self._listeners: list[Listener] = []
+        self._outbox: asyncio.Queue[_Outgoing] = asyncio.Queue(queue_size)
+        self._pubsub: PubSub | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reachable = True
+        self._dropped = 0
+        self._closed = False
+
+    async def publish(self, topic: str, event: Event) -> None:
+        if self._closed or not self._reachable:
+            self._dropped += 1
+            return
+        item = (self._prefix + topic, orjson.dumps(event))
+        if self._tasks:
+            await self._outbox.put(item)
+            return
+        try:  # not started: nothing drains the queue yet, so never wait for room
+            self._outbox.put_nowait(item)
+        except asyncio.QueueFull:
+            self._dropped += 1
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def start(self) -> None:
+        """Subscribe before answering, so that every event published from now on is heard.
+        Refuses to start without Redis: a node that cannot hear the others must not serve."""
+        self._pubsub = await self._subscribe()
+        self._tasks = [
+            asyncio.create_task(self._read(), name="redis-bus-reader"),
+            asyncio.create_task(self._write(), name="redis-bus-writer"),
+        ]
+
+    async def aclose(self) -> None:
+        """Send what is queued (for a while), then close the tasks and connections."""
+        if self._tasks and self._reachable:
+            try:
+                await asyncio.wait_for(self._outbox.join(), FLUSH_SECONDS)
+            except TimeoutError:
+                log.warning("stopped with %d events not sent to Redis", self._outbox.qsize())
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self._unsubscribe()
+        await self._redis.aclose()
+        self._listeners.clear()
+
+    async def _subscribe(self) -> PubSub:
+        pubsub = self._redis.pubsub()
+        try:
+            await pubsub.psubscribe(self._prefix + "*")
+            # Once its confirmation is read, the subscription is in force.
+            confirmation = await pubsub.get_message(timeout=LONGEST_PAUSE)
+            if confirmation is None or confirmation["type"] != "psubscribe":
+                raise RedisError("Redis did not confirm the subscription")
+        except BaseException:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            raise
+        return pubsub
+
+    async def _unsubscribe(self) -> None:
+        if self._pubsub is not None:
+            pubsub, self._pubsub = self._pubsub, None
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _read(self) -> None:
+        pause = FIRST_PAUSE
+        while True:
+            try:
+                if self._pubsub is None:
+                    self._pubsub = await self._subscribe()
+                    log.info("subscribed to Redis again; events sent meanwhile were missed")
+                    pause = FIRST_PAUSE
+                pubsub = self._pubsub
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            except (RedisError, OSError) as exc:
+                log.warning("lost the Redis subscription (%s); again in %.1f s", exc, pause)
+                await self._unsubscribe()
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, LONGEST_PAUSE)
+                continue
+            if message is not None and message["type"] == "pmessage":
+                self._receive(message["channel"], message["data"])
+
+    def _receive(self, channel: bytes, data: bytes) -> None:
+        topic = channel.decode()[len(self._prefix) :]
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            log.warning("ignored a message on %s that is not JSON", topic)
+            return
+        if isinstance(event, dict):
+            deliver(self._listeners, topic, event)
+
+    async def _write(self) -> None:
+        pause = FIRST_PAUSE
+        while True:
+            batch = [await self._outbox.get()]
+            while len(batch) < BATCH and not self._outbox.empty():
+                batch.append(self._outbox.get_nowait())
+            try:
+                await self._send(batch)
+                pause = FIRST_PAUSE
+            except (RedisError, OSError) as exc:
+                self._dropped += len(batch)
+                await self._outage(exc, pause)
+                pause = min(pause * 2, LONGEST_PAUSE)
+            finally:
+                for _ in batch:
+                    self._outbox.task_done()
+
+    async def _send(self, batch: list[_Outgoing]) -> None:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for channel, data in batch:
+                pipe.publish(channel, data)
+            await pipe.execute()
+
+    async def _outage(self, exc: Exception, pause: float) -> None:
+        """Drop what is queued, and whatever is published, until Redis answers again."""
+        log.warning("could not publish to Redis (%s); dropping events until it is back", exc)
+        self._reachable = False
+        began = time.monotonic()
+        while True:
+            while not self._outbox.empty():
+                self._outbox.get_nowait()
+                self._outbox.task_done()
+                self._dropped += 1
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, LONGEST_PAUSE)
+            try:
+                await self._redis.ping()
+                break
+            except (RedisError, OSError):
+                continue
+        self._reachable = True
+        log.warning(
+            "Redis is back after %.1f s; %d events were dropped",
+            time.monotonic() - began,
+            self._dropped,
+        )
+        self._dropped = 0
