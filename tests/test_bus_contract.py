@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 
 from palaver.bus.base import CONTROL, Event, EventBus, Listener, channel_topic, user_topic
 from palaver.bus.inproc import InProcessBus
-from palaver.bus.redis import RedisBus
+from palaver.bus.redis import RedisBus, RedisUnreachable
 from tests.redis_server import RedisServer
 from tests.support import free_port
 
@@ -269,6 +269,6 @@ async def test_a_node_outlives_a_redis_restart(
 
 async def test_a_node_refuses_to_start_without_redis() -> None:
     bus = RedisBus(f"redis://127.0.0.1:{free_port()}/0")
-    with pytest.raises(Exception, match="onnect"):
+    with pytest.raises(RedisUnreachable, match=r"Redis cannot be reached at 127\.0\.0\.1:"):
         await bus.start()
     await bus.aclose()

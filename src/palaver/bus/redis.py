@@ -43,11 +43,16 @@ FLUSH_SECONDS = 5.0
 _Outgoing = tuple[str, bytes]
 
 
+class RedisUnreachable(RuntimeError):
+    """A node cannot start without Redis: it would serve without hearing the others."""
+
+
 class RedisBus:
     def __init__(self, url: str, namespace: str = "palaver", queue_size: int = QUEUE_SIZE) -> None:
         self._redis = connect(url)
-        db = self._redis.connection_pool.connection_kwargs.get("db", 0)
-        self._prefix = f"{namespace}:{db}:"
+        where = self._redis.connection_pool.connection_kwargs
+        self._where = where.get("path") or f"{where.get('host')}:{where.get('port')}"
+        self._prefix = f"{namespace}:{where.get('db', 0)}:"
         self._listeners: list[Listener] = []
         self._outbox: asyncio.Queue[_Outgoing] = asyncio.Queue(queue_size)
         self._pubsub: PubSub | None = None
@@ -73,9 +78,11 @@ class RedisBus:
         self._listeners.append(listener)
 
     async def start(self) -> None:
-        """Subscribe before answering, so that every event published from now on is heard.
-        Refuses to start without Redis: a node that cannot hear the others must not serve."""
-        self._pubsub = await self._subscribe()
+        """Subscribe before answering, so that every event published from now on is heard."""
+        try:
+            self._pubsub = await self._subscribe()
+        except (RedisError, OSError) as exc:
+            raise RedisUnreachable(f"Redis cannot be reached at {self._where}: {exc}") from None
         self._tasks = [
             asyncio.create_task(self._read(), name="redis-bus-reader"),
             asyncio.create_task(self._write(), name="redis-bus-writer"),
