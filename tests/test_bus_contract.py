@@ -124,6 +124,17 @@ async def test_the_publishing_node_hears_its_own_event_exactly_once(node: Node) 
     assert [e["data"]["n"] for _, e in heard.events] == [1, 2]
 
 
+async def test_the_publishing_node_has_heard_an_event_when_publish_returns(node: Node) -> None:
+    """What lets a node that revoked a session refuse it on the very next request."""
+    heard = Heard()
+    bus = await node(heard)
+    revoke = {"type": "revoke", "tokenHashes": ["h1"]}
+    await bus.publish(CONTROL, revoke)
+    assert heard.events == [(CONTROL, revoke)]
+    await asyncio.gather(*(bus.publish(channel_topic("c"), numbered(n)) for n in range(100)))
+    assert len(heard.events) == 101
+
+
 async def test_events_arrive_as_the_json_they_were(node: Node) -> None:
     heard = Heard()
     bus = await node(heard)

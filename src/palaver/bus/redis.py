@@ -8,11 +8,16 @@ so the channel names carry it: installations on one Redis with different numbers
 each other.
 
 The publishing node hears its own events back through Redis like every other node, and only so:
-one order for everyone. Publishing only enqueues (a bounded queue, so a slow Redis slows the
-publishers instead of filling memory); one writer sends what is queued in pipelined batches, in
-queue order. Delivery is at most once: while Redis is unreachable events are dropped and counted
-(a subscriber that is away misses them anyway; the data is in the database), and both the writer
-and the subscription come back by themselves with growing pauses. docs/SCALING.md says more.
+one order for everyone. `publish` returns once that has happened, as the in-process bus returns
+once its listeners have run: a change that empties a cache (a guest deleted, a session revoked)
+is in force on the node that made it before that node answers. Each message is
+`[node, seq, event]`, so that a node knows its own.
+
+Publishing enqueues in a bounded queue (a slow Redis slows the publishers instead of filling
+memory); one writer sends what is queued in pipelined batches, in queue order. Delivery is at
+most once: while Redis is unreachable events are dropped and counted (a subscriber that is away
+misses them anyway; the data is in the database), and both the writer and the subscription come
+back by themselves with growing pauses. docs/SCALING.md says more.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
+from collections.abc import Iterable
 
 import orjson
 from redis.asyncio.client import PubSub
@@ -39,8 +46,12 @@ FIRST_PAUSE = 0.1
 LONGEST_PAUSE = 5.0
 FLUSH_SECONDS = 5.0
 """How long `aclose` waits for queued events to reach Redis."""
+ECHO_SECONDS = 5.0
+"""How long `publish` waits for its event to come back; only a fault takes that long, and
+then the event is given up as lost, not waited for."""
 
-_Outgoing = tuple[str, bytes]
+_Outgoing = tuple[str, bytes, int]
+"""Redis channel, message, sequence number."""
 
 
 class RedisUnreachable(RuntimeError):
@@ -53,6 +64,10 @@ class RedisBus:
         where = self._redis.connection_pool.connection_kwargs
         self._where = where.get("path") or f"{where.get('host')}:{where.get('port')}"
         self._prefix = f"{namespace}:{where.get('db', 0)}:"
+        self._node = os.urandom(8).hex()
+        self._seq = 0
+        self._echoes: dict[int, asyncio.Future[None]] = {}
+        """Publishers waiting for their event to come back, by sequence number."""
         self._listeners: list[Listener] = []
         self._outbox: asyncio.Queue[_Outgoing] = asyncio.Queue(queue_size)
         self._pubsub: PubSub | None = None
@@ -65,14 +80,25 @@ class RedisBus:
         if self._closed or not self._reachable:
             self._dropped += 1
             return
-        item = (self._prefix + topic, orjson.dumps(event))
-        if self._tasks:
-            await self._outbox.put(item)
+        self._seq += 1
+        seq = self._seq
+        item = (self._prefix + topic, orjson.dumps([self._node, seq, event]), seq)
+        if not self._tasks:
+            # Not started: nothing drains the queue yet nor hears the echo, so never wait.
+            try:
+                self._outbox.put_nowait(item)
+            except asyncio.QueueFull:
+                self._dropped += 1
             return
-        try:  # not started: nothing drains the queue yet, so never wait for room
-            self._outbox.put_nowait(item)
-        except asyncio.QueueFull:
-            self._dropped += 1
+        echo = self._echoes[seq] = asyncio.get_running_loop().create_future()
+        try:
+            await self._outbox.put(item)
+            async with asyncio.timeout(ECHO_SECONDS):
+                await echo
+        except TimeoutError:
+            log.warning("an event published on %s did not come back from Redis", topic)
+        finally:
+            self._echoes.pop(seq, None)
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -100,9 +126,17 @@ class RedisBus:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self._give_up(list(self._echoes))
         await self._unsubscribe()
         await self._redis.aclose()
         self._listeners.clear()
+
+    def _give_up(self, seqs: Iterable[int]) -> None:
+        """Let the publishers of events that will not come back go on."""
+        for seq in seqs:
+            echo = self._echoes.get(seq)
+            if echo is not None and not echo.done():
+                echo.set_result(None)
 
     async def _subscribe(self) -> PubSub:
         pubsub = self._redis.pubsub()
@@ -129,6 +163,8 @@ class RedisBus:
             try:
                 if self._pubsub is None:
                     self._pubsub = await self._subscribe()
+                    # What was published while away is lost; what comes next is heard.
+                    self._give_up(list(self._echoes))
                     log.info("subscribed to Redis again; events sent meanwhile were missed")
                     pause = FIRST_PAUSE
                 pubsub = self._pubsub
@@ -136,6 +172,7 @@ class RedisBus:
             except (RedisError, OSError) as exc:
                 log.warning("lost the Redis subscription (%s); again in %.1f s", exc, pause)
                 await self._unsubscribe()
+                self._give_up(list(self._echoes))
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, LONGEST_PAUSE)
                 continue
@@ -145,12 +182,14 @@ class RedisBus:
     def _receive(self, channel: bytes, data: bytes) -> None:
         topic = channel.decode()[len(self._prefix) :]
         try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            log.warning("ignored a message on %s that is not JSON", topic)
+            node, seq, event = orjson.loads(data)
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            log.warning("ignored a message on %s that is not a Palaver event", topic)
             return
         if isinstance(event, dict):
             deliver(self._listeners, topic, event)
+        if node == self._node:
+            self._give_up([seq])
 
     async def _write(self) -> None:
         pause = FIRST_PAUSE
@@ -163,6 +202,7 @@ class RedisBus:
                 pause = FIRST_PAUSE
             except (RedisError, OSError) as exc:
                 self._dropped += len(batch)
+                self._give_up(seq for _, _, seq in batch)
                 await self._outage(exc, pause)
                 pause = min(pause * 2, LONGEST_PAUSE)
             finally:
@@ -171,7 +211,7 @@ class RedisBus:
 
     async def _send(self, batch: list[_Outgoing]) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
-            for channel, data in batch:
+            for channel, data, _ in batch:
                 pipe.publish(channel, data)
             await pipe.execute()
 
@@ -182,8 +222,9 @@ class RedisBus:
         began = time.monotonic()
         while True:
             while not self._outbox.empty():
-                self._outbox.get_nowait()
+                _, _, seq = self._outbox.get_nowait()
                 self._outbox.task_done()
+                self._give_up([seq])
                 self._dropped += 1
             await asyncio.sleep(pause)
             pause = min(pause * 2, LONGEST_PAUSE)
