@@ -264,11 +264,11 @@ async def test_a_node_outlives_a_redis_restart(
     heard = Heard()
     bus = await redis_bus(redis.url(), heard)
     try:
-        redis.stop()
+        await asyncio.to_thread(redis.stop)
         async with asyncio.timeout(2):
             for n in range(20_000):
                 await bus.publish(channel_topic("c"), numbered(n))
-        redis.start()
+        await asyncio.to_thread(redis.start)
         heard.events.clear()
         await publish_until_heard(bus, heard)
     finally:

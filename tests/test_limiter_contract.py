@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -124,6 +125,28 @@ async def test_every_redis_key_expires_once_it_is_back_to_empty(
     finally:
         await limiter.aclose()
         await admin.aclose()
+
+
+async def test_a_limiter_outlives_a_redis_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its old connections and its loaded scripts are gone; the next call needs neither."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    limiter = RedisRateLimiter(redis.url())
+    try:
+        assert (await limiter.take("msg:u1", per_minute=60, burst=2)).remaining == 1
+        assert await limiter.reserve_attempt("login:a", 60, 1) == 0
+        # In threads, so that the event loop notices the closed connections, as a node's would.
+        await asyncio.to_thread(redis.stop)
+        await asyncio.to_thread(redis.start)
+        assert (await limiter.take("msg:u1", per_minute=60, burst=2)).remaining == 1
+        assert await limiter.reserve_attempt("login:a", 60, 1) == 0
+        assert await limiter.reserve_attempt("login:a", 60, 1) > 0
+    finally:
+        await limiter.aclose()
+        redis.stop()
+    assert "unreachable" not in caplog.text
 
 
 async def test_without_redis_messages_pass_and_logins_wait() -> None:
