@@ -239,6 +239,26 @@ async def test_a_dropped_subscription_is_logged_and_made_again(
     assert "lost the Redis subscription" in caplog.text
 
 
+async def test_a_subscription_that_goes_silent_is_made_again(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A connection can die without being closed; a PING that gets no answer tells."""
+    url = redis_server.url()
+    heard = Heard()
+    bus = RedisBus(url, idle_ping=0.2)
+    bus.listen(heard)
+    await bus.start()
+    admin = Redis.from_url(url)
+    try:
+        await admin.client_pause(1000)  # Redis answers no one for a second
+        await asyncio.sleep(1.0)
+        await publish_until_heard(bus, heard)
+    finally:
+        await admin.aclose()
+        await bus.aclose()
+    assert "Redis did not answer a PING" in caplog.text
+
+
 async def test_a_dropped_publishing_connection_is_made_again(redis_server: RedisServer) -> None:
     url = redis_server.url()
     heard = Heard()

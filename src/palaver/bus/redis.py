@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 import orjson
 from redis.asyncio.client import PubSub
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from palaver.bus.base import Event, Listener, deliver
@@ -46,6 +47,10 @@ FIRST_PAUSE = 0.1
 LONGEST_PAUSE = 5.0
 FLUSH_SECONDS = 5.0
 """How long `aclose` waits for queued events to reach Redis."""
+IDLE_PING = 15.0
+"""A subscription that has heard nothing for this long sends Redis a PING; one that then hears
+nothing for as long again is taken as lost: a connection can die without being closed (a
+dropped route, a NAT that forgot it), and a node must not go on serving deaf."""
 ECHO_SECONDS = 5.0
 """How long `publish` waits for its event to come back; only a fault takes that long, and
 then the event is given up as lost, not waited for."""
@@ -59,8 +64,15 @@ class RedisUnreachable(RuntimeError):
 
 
 class RedisBus:
-    def __init__(self, url: str, namespace: str = "palaver", queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(
+        self,
+        url: str,
+        namespace: str = "palaver",
+        queue_size: int = QUEUE_SIZE,
+        idle_ping: float = IDLE_PING,
+    ) -> None:
         self._redis = connect(url)
+        self._idle_ping = idle_ping
         where = self._redis.connection_pool.connection_kwargs
         self._where = where.get("path") or f"{where.get('host')}:{where.get('port')}"
         self._prefix = f"{namespace}:{where.get('db', 0)}:"
@@ -159,6 +171,7 @@ class RedisBus:
 
     async def _read(self) -> None:
         pause = FIRST_PAUSE
+        pinged = False
         while True:
             try:
                 if self._pubsub is None:
@@ -167,8 +180,18 @@ class RedisBus:
                     self._give_up(list(self._echoes))
                     log.info("subscribed to Redis again; events sent meanwhile were missed")
                     pause = FIRST_PAUSE
+                    pinged = False
                 pubsub = self._pubsub
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                message = await pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=self._idle_ping
+                )
+                if message is None:
+                    if pinged:
+                        raise RedisConnectionError("Redis did not answer a PING")
+                    await pubsub.ping()
+                    pinged = True
+                    continue
+                pinged = False
             except (RedisError, OSError) as exc:
                 log.warning("lost the Redis subscription (%s); again in %.1f s", exc, pause)
                 await self._unsubscribe()
@@ -176,7 +199,7 @@ class RedisBus:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, LONGEST_PAUSE)
                 continue
-            if message is not None and message["type"] == "pmessage":
+            if message["type"] == "pmessage":
                 self._receive(message["channel"], message["data"])
 
     def _receive(self, channel: bytes, data: bytes) -> None:
