@@ -6,6 +6,9 @@ events and the budgets go through Redis only.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +17,17 @@ import pytest
 from redis import Redis
 
 from tests.redis_server import RedisServer
-from tests.support import Guest, Server, Ws, new_channel, post, unique, wait_until
+from tests.support import (
+    OWNER_KEY,
+    Guest,
+    Server,
+    Ws,
+    free_port,
+    new_channel,
+    post,
+    unique,
+    wait_until,
+)
 
 
 class Nodes:
@@ -126,3 +139,28 @@ def test_nodes_hear_each_other_again_after_redis_drops_their_connections(nodes: 
             except TimeoutError:
                 assert time.monotonic() < deadline, "node A never heard node B again"
     assert "lost the Redis subscription" in nodes.a.read_log()
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "says"),
+    [
+        ("redis://127.0.0.1:{port}/0", "Redis cannot be reached at 127.0.0.1:"),
+        ("http://127.0.0.1:{port}/", "REDIS_URL is not a Redis URL"),
+    ],
+)
+def test_a_node_without_redis_exits_with_status_2_and_one_line(
+    tmp_path: Path, redis_url: str, says: str
+) -> None:
+    """A node that cannot hear the others must not serve; the operator learns why at once."""
+    env = {**os.environ, "OWNER_KEY": OWNER_KEY, "REDIS_URL": redis_url.format(port=free_port())}
+    done = subprocess.run(
+        [sys.executable, "-m", "palaver", "serve", "--data-dir", str(tmp_path / "data")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], done.stderr
+    assert not (tmp_path / "data").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import redis
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -41,3 +42,21 @@ def connect(url: str) -> Redis:
     (an event published twice, a token taken twice), so the callers decide what a failure means."""
     client: Redis = Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_OPTIONS)
     return client
+
+
+def unreachable(url: str) -> str | None:
+    """Why `palaver serve` cannot use Redis at `url`, or None: asked once, before the service
+    starts, so that a wrong `REDIS_URL` answers in one line instead of a failed start-up."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+    except ValueError as exc:
+        return f"REDIS_URL is not a Redis URL: {exc}"
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        where = client.connection_pool.connection_kwargs
+        address = where.get("path") or f"{where.get('host')}:{where.get('port')}"
+        return f"Redis cannot be reached at {address} (REDIS_URL): {exc}"
+    finally:
+        client.close()
+    return None
