@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.redis_server import RedisServer
 from tests.support import Api, Server
 
 SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
@@ -52,6 +53,15 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def fresh_server(tmp_path: Path) -> Iterator[Server]:
     """A server of the test's own, for tests that restart it or depend on its counters."""
     srv = Server(tmp_path / "srv")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real `redis-server` for the tests that need Redis; `url()` gives each a database."""
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    srv.start()
     yield srv
     srv.stop()
 

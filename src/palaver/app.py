@@ -38,9 +38,11 @@ from palaver.api import (
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
 from palaver.auth.hosts import AllowedHosts, HostGuard
-from palaver.auth.limiter import MemoryRateLimiter
-from palaver.bus.base import CONTROL, Event
+from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
+from palaver.auth.limiter_redis import RedisRateLimiter
+from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.bus.inproc import InProcessBus
+from palaver.bus.redis import RedisBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.knowledge.embed import CurrentEmbedder
@@ -67,7 +69,7 @@ log = logging.getLogger(__name__)
 
 def build_services(config: Config) -> Services:
     db = Database(config.db_url)
-    bus = InProcessBus()
+    bus, limiter = _bus_and_limiter(config)
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
     index = SqliteSearchIndex(
@@ -80,7 +82,7 @@ def build_services(config: Config) -> Services:
         db=db,
         bus=bus,
         hub=Hub(),
-        limiter=MemoryRateLimiter(),
+        limiter=limiter,
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
         tools=ToolRegistry(LazyMcpBridge(lambda: settings.current.mcpServers)),
@@ -114,6 +116,13 @@ def build_services(config: Config) -> Services:
         )
     )
     return svc
+
+
+def _bus_and_limiter(config: Config) -> tuple[EventBus, RateLimiter]:
+    """On Redis when `REDIS_URL` is set, so that several nodes share events and budgets."""
+    if config.redis_url:
+        return RedisBus(config.redis_url), RedisRateLimiter(config.redis_url)
+    return InProcessBus(), MemoryRateLimiter()
 
 
 def create_app(config: Config) -> FastAPI:
@@ -154,6 +163,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.knowledge.aclose()
             await svc.embedder.aclose()
             await svc.bus.aclose()
+            await svc.limiter.aclose()
             await svc.db.dispose()
 
     app = FastAPI(

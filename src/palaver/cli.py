@@ -45,6 +45,13 @@ def _serve(args: argparse.Namespace) -> int:
         where = ".".join(str(part) for part in first["loc"])
         print(f"palaver: invalid configuration: {where}: {first['msg']}", file=sys.stderr)
         return 2
+    if config.redis_url:
+        from palaver.redis_client import unreachable
+
+        problem = unreachable(config.redis_url)
+        if problem is not None:
+            print(f"palaver: {problem}", file=sys.stderr)
+            return 2
     # Imported only now: the app pulls in heavy SDKs, and a bad configuration answers at once.
     from palaver.app import create_app
 

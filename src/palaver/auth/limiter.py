@@ -51,6 +51,8 @@ class RateLimiter(Protocol):
         """Take back the latest reserved attempt: it succeeded, so it is no failure."""
         ...
 
+    async def aclose(self) -> None: ...
+
 
 class MemoryRateLimiter:
     """Bounded in memory: at most `max_keys` keys are tracked, least recently used dropped."""
@@ -99,3 +101,6 @@ class MemoryRateLimiter:
         times = self._failures.get(key)
         if times:
             times.pop()
+
+    async def aclose(self) -> None:
+        return None

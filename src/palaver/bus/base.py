@@ -7,11 +7,14 @@ Topics name who should hear an event: `channel:<id>` for everyone subscribed to 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 Event = dict[str, Any]
 Listener = Callable[[str, Event], None]
+
+log = logging.getLogger(__name__)
 
 
 def channel_topic(channel_id: str) -> str:
@@ -35,3 +38,12 @@ class EventBus(Protocol):
     async def start(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+def deliver(listeners: Iterable[Listener], topic: str, event: Event) -> None:
+    """Hand `event` to every listener; one that fails is logged and does not stop the rest."""
+    for listener in listeners:
+        try:
+            listener(topic, event)
+        except Exception:
+            log.exception("event listener failed on %s", topic)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-
-from palaver.bus.base import Event, Listener
-
-log = logging.getLogger(__name__)
+from palaver.bus.base import Event, Listener, deliver
 
 
 class InProcessBus:
@@ -14,11 +10,7 @@ class InProcessBus:
         self._listeners: list[Listener] = []
 
     async def publish(self, topic: str, event: Event) -> None:
-        for listener in self._listeners:
-            try:
-                listener(topic, event)
-            except Exception:
-                log.exception("event listener failed on %s", topic)
+        deliver(self._listeners, topic, event)
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)

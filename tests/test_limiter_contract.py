@@ -1,0 +1,160 @@
+"""The RateLimiter contract, over every adapter: in memory, and Redis on a real `redis-server`.
+
+Time is real here (Redis answers with its own clock), so the rates are high and the waits short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
+from palaver.auth.limiter_redis import UNREACHABLE_RETRY, RedisRateLimiter
+from tests.redis_server import RedisServer
+from tests.support import free_port
+
+Node = Callable[[], RateLimiter]
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def node(request: pytest.FixtureRequest) -> AsyncIterator[Node]:
+    """Makes a node's limiter; on Redis, the nodes of one test share a database of their own."""
+    limiters: list[RateLimiter] = []
+    url = request.getfixturevalue("redis_server").url() if request.param == "redis" else ""
+
+    def make() -> RateLimiter:
+        if request.param == "memory" and limiters:
+            pytest.skip("an in-memory limiter is a single node")
+        limiter: RateLimiter = RedisRateLimiter(url) if url else MemoryRateLimiter()
+        limiters.append(limiter)
+        return limiter
+
+    yield make
+    for limiter in limiters:
+        await limiter.aclose()
+
+
+async def test_a_bucket_allows_its_burst_at_once_then_refuses(node: Node) -> None:
+    limiter = node()
+    decisions = [await limiter.take("msg:u1", per_minute=60, burst=5) for _ in range(6)]
+    assert [d.allowed for d in decisions] == [True] * 5 + [False]
+    assert [d.remaining for d in decisions] == [4, 3, 2, 1, 0, 0]
+    refused = decisions[-1]
+    assert refused.limit == 60
+    assert 0.5 < refused.retry_after <= 1.0, "one token comes back each second"
+    assert 4.5 < refused.reset_seconds <= 5.0
+    assert refused.headers()["Retry-After"] == "1"
+    assert decisions[0].retry_after == 0.0
+    assert "Retry-After" not in decisions[0].headers()
+
+
+async def test_a_bucket_refills_at_its_rate(node: Node) -> None:
+    limiter = node()
+    for _ in range(2):
+        assert (await limiter.take("msg:u1", per_minute=120, burst=2)).allowed
+    refused = await limiter.take("msg:u1", per_minute=120, burst=2)
+    assert not refused.allowed
+    await asyncio.sleep(refused.retry_after + 0.02)
+    assert (await limiter.take("msg:u1", per_minute=120, burst=2)).allowed
+    assert not (await limiter.take("msg:u1", per_minute=120, burst=2)).allowed
+
+
+async def test_a_bucket_never_holds_more_than_its_burst(node: Node) -> None:
+    limiter = node()
+    assert (await limiter.take("msg:u1", per_minute=600, burst=3)).allowed
+    await asyncio.sleep(0.5)  # five tokens' worth of time
+    decisions = [await limiter.take("msg:u1", per_minute=600, burst=3) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+
+
+async def test_buckets_of_different_keys_are_apart(node: Node) -> None:
+    limiter = node()
+    assert (await limiter.take("msg:u1", per_minute=1, burst=1)).allowed
+    assert not (await limiter.take("msg:u1", per_minute=1, burst=1)).allowed
+    assert (await limiter.take("msg:u2", per_minute=1, burst=1)).allowed
+
+
+async def test_attempts_are_counted_up_to_the_limit_within_the_window(node: Node) -> None:
+    limiter = node()
+    assert [await limiter.reserve_attempt("login:a", 0.5, 3) for _ in range(3)] == [0, 0, 0]
+    wait = await limiter.reserve_attempt("login:a", 0.5, 3)
+    assert 0 < wait <= 0.5, "until the oldest attempt leaves the window"
+    assert await limiter.reserve_attempt("login:b", 0.5, 3) == 0, "another key has its own"
+    await asyncio.sleep(wait + 0.02)
+    assert await limiter.reserve_attempt("login:a", 0.5, 3) == 0
+
+
+async def test_a_released_attempt_is_no_longer_counted(node: Node) -> None:
+    limiter = node()
+    for _ in range(5):
+        assert await limiter.reserve_attempt("login:a", 60, 3) == 0
+        await limiter.release_attempt("login:a")
+    for _ in range(3):
+        assert await limiter.reserve_attempt("login:a", 60, 3) == 0
+    assert await limiter.reserve_attempt("login:a", 60, 3) > 0
+    await limiter.release_attempt("login:never-used")
+
+
+async def test_limiters_of_two_nodes_share_one_budget(node: Node) -> None:
+    a, b = node(), node()
+    decisions = [await (a, b)[n % 2].take("msg:u1", per_minute=60, burst=4) for n in range(6)]
+    assert [d.allowed for d in decisions] == [True] * 4 + [False] * 2
+    for n in range(3):
+        assert await (a, b)[n % 2].reserve_attempt("login:a", 60, 3) == 0
+    assert await a.reserve_attempt("login:a", 60, 3) > 0
+    await b.release_attempt("login:a")
+    assert await a.reserve_attempt("login:a", 60, 3) == 0
+
+
+async def test_every_redis_key_expires_once_it_is_back_to_empty(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    limiter, admin = RedisRateLimiter(url), Redis.from_url(url)
+    try:
+        await limiter.take("msg:u1", per_minute=60, burst=10)
+        await limiter.reserve_attempt("login:a", 300, 10)
+        keys = sorted(await admin.keys("*"))
+        assert keys == [b"palaver:limit:login:a", b"palaver:limit:msg:u1"]
+        assert 0 < await admin.pttl(keys[1]) <= 1000, "one token to refill: one second"
+        assert 299_000 < await admin.pttl(keys[0]) <= 300_000, "the attempt leaves in 300 s"
+    finally:
+        await limiter.aclose()
+        await admin.aclose()
+
+
+async def test_a_limiter_outlives_a_redis_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its old connections and its loaded scripts are gone; the next call needs neither."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    limiter = RedisRateLimiter(redis.url())
+    try:
+        assert (await limiter.take("msg:u1", per_minute=60, burst=2)).remaining == 1
+        assert await limiter.reserve_attempt("login:a", 60, 1) == 0
+        # In threads, so that the event loop notices the closed connections, as a node's would.
+        await asyncio.to_thread(redis.stop)
+        await asyncio.to_thread(redis.start)
+        assert (await limiter.take("msg:u1", per_minute=60, burst=2)).remaining == 1
+        assert await limiter.reserve_attempt("login:a", 60, 1) == 0
+        assert await limiter.reserve_attempt("login:a", 60, 1) > 0
+    finally:
+        await limiter.aclose()
+        redis.stop()
+    assert "unreachable" not in caplog.text
+
+
+async def test_without_redis_messages_pass_and_logins_wait() -> None:
+    """Chat stays usable while Redis is down; guessing the owner key does not get easier."""
+    limiter = RedisRateLimiter(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        assert (await limiter.take("msg:u1", per_minute=1, burst=1)).allowed
+        assert await limiter.reserve_attempt("login:a", 300, 10) == UNREACHABLE_RETRY
+        await limiter.release_attempt("login:a")
+    finally:
+        await limiter.aclose()
