@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.pg_server import PgServer, storage
 from tests.support import Api, Server
 
 SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
@@ -21,6 +22,25 @@ SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.load_profile("repeatable")
 """Property tests explore the same examples on every run: CI must not fail by chance."""
+
+
+@pytest.fixture(scope="session")
+def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+    """One PostgreSQL server (with pgvector) for the session; `pg.new_database()` per use."""
+    srv = PgServer(tmp_path_factory.mktemp("pg"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _storage(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On the suite's PostgreSQL pass, every server stores in a fresh database of its own."""
+    if storage() != "postgresql":
+        yield
+        return
+    Server.new_database = request.getfixturevalue("pg").new_database
+    yield
+    Server.new_database = None
 
 
 @pytest.fixture(scope="session")

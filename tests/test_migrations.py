@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from alembic.script import ScriptDirectory
 
 from palaver.store import migrate
+from tests import pg_server
 from tests.support import Server
 
 STAMP = "2024-05-01 12:00:00.000000"
@@ -30,7 +35,7 @@ CORE_ROWS = {
             "builtin/echo",
             '["web_search"]',
             "# Soul",
-            1,
+            True,
             STAMP,
             STAMP,
         )
@@ -44,8 +49,63 @@ CORE_ROWS = {
 }
 
 
-def _url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
+class Store:
+    """An empty database of either kind, and an operator's shell on it."""
+
+    def __init__(self, url: str, path: Path | None = None) -> None:
+        self.url = url
+        self.path = path
+
+    def rows(self, statement: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        if self.path is not None:
+            with closing(sqlite3.connect(self.path)) as db:
+                return db.execute(statement, params).fetchall()
+        with pg_server.connect(self.url) as conn:
+            return conn.execute(statement.encode(), params).fetchall()
+
+    def fill(self) -> None:
+        for table, rows in CORE_ROWS.items():
+            if self.path is not None:
+                marks = ", ".join("?" * len(rows[0]))
+                with closing(sqlite3.connect(self.path)) as db, db:
+                    db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            else:
+                marks = ", ".join(["%s"] * len(rows[0]))
+                with pg_server.connect(self.url) as conn:
+                    conn.cursor().executemany(
+                        f"INSERT INTO {table} VALUES ({marks})".encode(), rows
+                    )
+
+    def version(self) -> str:
+        return str(self.rows("SELECT version_num FROM alembic_version")[0][0])
+
+    def core(self) -> dict[str, list[tuple[object, ...]]]:
+        return {
+            table: sorted(map(_plain, self.rows(f"SELECT * FROM {table}"))) for table in CORE_ROWS
+        }
+
+
+def _plain(row: tuple[object, ...]) -> tuple[object, ...]:
+    """A row as the fixture wrote it: times as the text written, JSON as its text, booleans
+    as SQLite's integers (PostgreSQL answers typed values)."""
+    out: list[object] = []
+    for value in row:
+        if isinstance(value, datetime):
+            value = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        elif isinstance(value, (dict, list)):
+            value = json.dumps(value, ensure_ascii=False)
+        elif isinstance(value, bool):
+            value = int(value)
+        out.append(value)
+    return tuple(out)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "sqlite":
+        path = tmp_path / "palaver.db"
+        return Store(f"sqlite+aiosqlite:///{path}", path)
+    return Store(request.getfixturevalue("pg").new_database())
 
 
 def _head() -> str:
@@ -54,58 +114,58 @@ def _head() -> str:
     return head
 
 
-def _version(path: Path) -> str:
-    with closing(sqlite3.connect(path)) as db:
-        return str(db.execute("SELECT version_num FROM alembic_version").fetchone()[0])
+def _expected() -> dict[str, list[tuple[object, ...]]]:
+    return {table: sorted(map(_plain, rows)) for table, rows in CORE_ROWS.items()}
 
 
-def _fill(path: Path) -> None:
-    with closing(sqlite3.connect(path)) as db, db:
-        for table, rows in CORE_ROWS.items():
-            marks = ", ".join("?" * len(rows[0]))
-            db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+def test_a_database_made_by_the_first_revision_keeps_its_data_after_upgrade(store: Store) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    migrate.upgrade(store.url)
+    assert store.version() == _head()
+    assert store.core() == _expected()
 
 
-def _core(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    with closing(sqlite3.connect(path)) as db:
-        return {table: sorted(db.execute(f"SELECT * FROM {table}")) for table in CORE_ROWS}
+def test_every_migration_can_be_undone_and_redone_without_losing_core_data(store: Store) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    migrate.upgrade(store.url)
+    migrate.downgrade(store.url, "0001_core")
+    assert store.version() == "0001_core"
+    migrate.upgrade(store.url)
+    assert store.version() == _head()
+    assert store.core() == _expected()
 
 
-def test_a_database_made_by_the_first_revision_keeps_its_data_after_upgrade(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "old.db"
-    migrate.upgrade(_url(db), "0001_core")
-    _fill(db)
-    migrate.upgrade(_url(db))
-    assert _version(db) == _head()
-    assert _core(db) == {table: sorted(rows) for table, rows in CORE_ROWS.items()}
+def test_every_migration_steps_up_and_down_one_at_a_time(store: Store) -> None:
+    revisions = [
+        script.revision
+        for script in reversed(list(ScriptDirectory(str(migrate.MIGRATIONS)).walk_revisions()))
+    ]
+    for revision in revisions:
+        migrate.upgrade(store.url, revision)
+        assert store.version() == revision
+    for older in reversed(revisions[:-1]):
+        migrate.downgrade(store.url, older)
+        assert store.version() == older
+    migrate.downgrade(store.url, "base")
+    assert store.rows("SELECT version_num FROM alembic_version") == []
 
 
-def test_every_migration_can_be_undone_and_redone_without_losing_core_data(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "round-trip.db"
-    migrate.upgrade(_url(db), "0001_core")
-    _fill(db)
-    migrate.upgrade(_url(db))
-    migrate.downgrade(_url(db), "0001_core")
-    assert _version(db) == "0001_core"
-    migrate.upgrade(_url(db))
-    assert _version(db) == _head()
-    assert _core(db) == {table: sorted(rows) for table, rows in CORE_ROWS.items()}
-
-
-def test_start_up_runs_the_migrations(fresh_server: Server) -> None:
-    fresh_server.data_dir.mkdir(parents=True)
-    migrate.upgrade(_url(fresh_server.db_path), "0001_core")
-    _fill(fresh_server.db_path)
-    fresh_server.start()
-    assert _version(fresh_server.db_path) == _head()
-    with fresh_server.login() as owner:
-        agents = owner.ok("GET", "/api/agents")["agents"]
-        assert [a["name"] for a in agents] == ["Old Timer"]
-        messages = owner.ok("GET", "/api/messages", params={"channelId": "ch_01OLD"})["messages"]
-        assert [m["content"] for m in messages] == ["kept"]
-        assert owner.ok("GET", "/api/settings")["settings"]["sessionIdleDays"] == 7
-        assert owner.ok("GET", "/api/me")["user"]["id"] == "user_01OWNER"
+def test_start_up_runs_the_migrations(store: Store, tmp_path: Path) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    env = {} if store.path is not None else {"DATABASE_URL": store.url}
+    server = Server(tmp_path, env=env)
+    try:
+        server.start()
+        assert store.version() == _head()
+        with server.login() as owner:
+            agents = owner.ok("GET", "/api/agents")["agents"]
+            assert [a["name"] for a in agents] == ["Old Timer"]
+            messages = owner.ok("GET", "/api/messages", params={"channelId": "ch_01OLD"})
+            assert [m["content"] for m in messages["messages"]] == ["kept"]
+            assert owner.ok("GET", "/api/settings")["settings"]["sessionIdleDays"] == 7
+            assert owner.ok("GET", "/api/me")["user"]["id"] == "user_01OWNER"
+    finally:
+        server.stop()

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from palaver.store.urls import app_url, asyncpg_connect_args
+
 log = logging.getLogger(__name__)
 
 AfterCommit = Callable[[], Awaitable[None]]
@@ -70,6 +72,7 @@ def _configure_sqlite(engine: Engine, begin: str) -> None:
 
 class Database:
     def __init__(self, url: str) -> None:
+        url = app_url(url)
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self._units: _SqliteUnits | None = None
@@ -80,7 +83,9 @@ class Database:
             _configure_sqlite(self._reader.sync_engine, "BEGIN")
             self._units = _SqliteUnits(url)
         else:
-            self._writer = create_async_engine(url, pool_size=10, max_overflow=10)
+            self._writer = create_async_engine(
+                url, pool_size=10, max_overflow=10, connect_args=asyncpg_connect_args(url)
+            )
             self._reader = self._writer
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
@@ -123,10 +128,13 @@ class Database:
             await callback()
 
     async def read_unit(self, unit: Unit[T]) -> T:
-        """Run `unit` in one read transaction, in one hop."""
+        """Run `unit` in one read transaction, in one hop; it sees one snapshot throughout
+        (WAL on SQLite, REPEATABLE READ on PostgreSQL)."""
         if self._units is None:
             async with self._reader.connect() as conn:
-                return await conn.run_sync(unit)
+                snapshot = await conn.execution_options(isolation_level="REPEATABLE READ")
+                async with snapshot.begin():
+                    return await snapshot.run_sync(unit)
         if self.on_hop is not None:
             self.on_hop()
         return await asyncio.get_running_loop().run_in_executor(
