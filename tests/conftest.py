@@ -25,9 +25,9 @@ settings.load_profile("repeatable")
 
 
 @pytest.fixture(scope="session")
-def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+def pg() -> Iterator[PgServer]:
     """One PostgreSQL server (with pgvector) for the session; `pg.new_database()` per use."""
-    srv = PgServer(tmp_path_factory.mktemp("pg"))
+    srv = PgServer()
     yield srv
     srv.stop()
 

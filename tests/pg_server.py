@@ -8,6 +8,7 @@ Set `PALAVER_TEST_STORAGE=postgresql` to run every `palaver serve` of the suite 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 import warnings
 from pathlib import Path
@@ -30,13 +31,16 @@ def storage() -> str:
 class PgServer:
     """A pgserver instance and the databases made on it."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self) -> None:
+        # Not under pytest's base temp: its folders are the test user's alone, and
+        # PostgreSQL, when the tests run as root, runs as a user of its own.
+        folder = Path(tempfile.mkdtemp(prefix="palaver-pg-"))
         with warnings.catch_warnings():
             # platformdirs warns that XDG_RUNTIME_DIR is unset and falls back to /tmp.
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
             import pgserver
 
-            self._server: Any = pgserver.get_server(folder, cleanup_mode="stop")
+            self._server: Any = pgserver.get_server(folder, cleanup_mode="delete")
         self.admin_url: str = self._server.get_uri()
 
     def new_database(self, prefix: str = "t") -> str:
@@ -51,6 +55,7 @@ class PgServer:
         return url
 
     def stop(self) -> None:
+        """Stop the server and delete its folder."""
         self._server.cleanup()
 
 

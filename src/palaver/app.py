@@ -44,7 +44,7 @@ from palaver.bus.inproc import InProcessBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.knowledge.embed import CurrentEmbedder
-from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.index.vector_only import search_index
 from palaver.knowledge.service import KnowledgeBase
 from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry
@@ -70,7 +70,7 @@ def build_services(config: Config) -> Services:
     bus = InProcessBus()
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
-    index = SqliteSearchIndex(
+    index = search_index(
         db,
         cache_bytes=config.vector_cache_mb * 1024 * 1024,
         idle_seconds=config.vector_idle_minutes * 60,

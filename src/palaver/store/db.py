@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from palaver.store.urls import app_url, asyncpg_connect_args
@@ -34,6 +36,10 @@ Unit = Callable[[Connection], T]
 """A whole read or write, as one plain function over a sync connection."""
 
 READ_THREADS = 4
+SERIAL_ATTEMPTS = 8
+"""Runs of a PostgreSQL write unit that keeps losing races, before its error stands."""
+_RETRY_STATES = frozenset({"40001", "40P01"})
+"""serialization_failure and deadlock_detected: the transaction may simply run again."""
 GROUP_COMMIT_MAX = 64
 """Write units sharing one transaction at most, so that one commit never waits on too many."""
 
@@ -145,15 +151,35 @@ class Database:
         """Run `unit` in a write transaction; returns once its data is committed.
 
         On SQLite the units waiting at the same time commit together, in the order they came;
-        should one raise, the others are run again alone (see `_SqliteUnits.write`)."""
+        should one raise, the others are run again alone (see `_SqliteUnits.write`). On
+        PostgreSQL each runs SERIALIZABLE, again from the start when it lost a race (see
+        `_serializable`): either way a unit sees no other write between its reads and its own."""
         if self._units is None:
-            async with self._writer.begin() as conn:
-                return await conn.run_sync(unit)
+            return await self._serializable(unit)
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._pending.append((unit, done))
         if self._committer is None:
             self._committer = asyncio.create_task(self._commit_pending())
         return await done
+
+    async def _serializable(self, unit: Unit[T]) -> T:
+        """Run `unit` as if no other write ran at the same time, as SQLite's single writer
+        does: PostgreSQL aborts a SERIALIZABLE transaction that raced another (two retries of
+        a post checking the same idempotency key), and the unit runs again, seeing the
+        other's data. Units are written to be safe to run twice (see `_SqliteUnits.write`)."""
+        for attempt in range(SERIAL_ATTEMPTS):
+            try:
+                async with self._writer.connect() as conn:
+                    serial = await conn.execution_options(isolation_level="SERIALIZABLE")
+                    async with serial.begin():
+                        return await serial.run_sync(unit)
+            except DBAPIError as exc:
+                if getattr(exc.orig, "sqlstate", None) not in _RETRY_STATES:
+                    raise
+                if attempt + 1 == SERIAL_ATTEMPTS:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))  # noqa: S311
+        raise AssertionError("unreachable")
 
     async def _commit_pending(self) -> None:
         assert self._units is not None and self._write_lock is not None
