@@ -7,10 +7,13 @@ Set `PALAVER_TEST_STORAGE=postgresql` to run every `palaver serve` of the suite 
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import uuid
 import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +66,18 @@ def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
     """A connection as an operator's shell would open one, reading and writing times in UTC
     (the service stores UTC)."""
     return psycopg.connect(url, options="-c TimeZone=UTC")
+
+
+def as_sqlite(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row as SQLite answers it, for tests written against SQLite's values: times as the
+    text the service writes there, JSON as its text, booleans as integers."""
+    out: list[Any] = []
+    for value in row:
+        if isinstance(value, datetime):
+            value = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        elif isinstance(value, dict | list):
+            value = json.dumps(value, ensure_ascii=False)
+        elif isinstance(value, bool):
+            value = int(value)
+        out.append(value)
+    return tuple(out)

@@ -306,7 +306,7 @@ def sql(server: Server, statement: str, *params: Any) -> list[tuple[Any, ...]]:
     if server.database_url is not None:
         with pg_server.connect(server.database_url) as conn:
             cursor = conn.execute(statement.replace("%", "%%").replace("?", "%s").encode(), params)
-            return cursor.fetchall() if cursor.description else []
+            return [pg_server.as_sqlite(row) for row in cursor] if cursor.description else []
     with closing(sqlite3.connect(server.db_path, timeout=10)) as db, db:
         return db.execute(statement, params).fetchall()
 

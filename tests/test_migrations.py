@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -81,23 +79,9 @@ class Store:
 
     def core(self) -> dict[str, list[tuple[object, ...]]]:
         return {
-            table: sorted(map(_plain, self.rows(f"SELECT * FROM {table}"))) for table in CORE_ROWS
+            table: sorted(map(pg_server.as_sqlite, self.rows(f"SELECT * FROM {table}")))
+            for table in CORE_ROWS
         }
-
-
-def _plain(row: tuple[object, ...]) -> tuple[object, ...]:
-    """A row as the fixture wrote it: times as the text written, JSON as its text, booleans
-    as SQLite's integers (PostgreSQL answers typed values)."""
-    out: list[object] = []
-    for value in row:
-        if isinstance(value, datetime):
-            value = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        elif isinstance(value, (dict, list)):
-            value = json.dumps(value, ensure_ascii=False)
-        elif isinstance(value, bool):
-            value = int(value)
-        out.append(value)
-    return tuple(out)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -115,7 +99,7 @@ def _head() -> str:
 
 
 def _expected() -> dict[str, list[tuple[object, ...]]]:
-    return {table: sorted(map(_plain, rows)) for table, rows in CORE_ROWS.items()}
+    return {table: sorted(map(pg_server.as_sqlite, rows)) for table, rows in CORE_ROWS.items()}
 
 
 def test_a_database_made_by_the_first_revision_keeps_its_data_after_upgrade(store: Store) -> None:

@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -40,6 +40,8 @@ SERIAL_ATTEMPTS = 8
 """Runs of a PostgreSQL write unit that keeps losing races, before its error stands."""
 _RETRY_STATES = frozenset({"40001", "40P01"})
 """serialization_failure and deadlock_detected: the transaction may simply run again."""
+_ONE_WRITER = text("SELECT pg_advisory_xact_lock(7701, 0)")
+"""The PostgreSQL lock `Database.write` transactions take; (7701, n) keys are this module's."""
 GROUP_COMMIT_MAX = 64
 """Write units sharing one transaction at most, so that one commit never waits on too many."""
 
@@ -120,11 +122,18 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
-        """One transaction; on success its `on_commit` callbacks run, in order, after commit."""
+        """One transaction; on success its `on_commit` callbacks run, in order, after commit.
+
+        These transactions run one at a time, as on SQLite's single writer: their bodies check,
+        then write (a limit, then an insert), and cannot be run again after losing a race. On
+        PostgreSQL a transaction-level advisory lock does it, for every node at once; each
+        statement after it sees what the transaction before it committed (READ COMMITTED)."""
         if self._write_lock is not None:
             await self._write_lock.acquire()
         try:
             async with self._writer.begin() as conn:
+                if not self.is_sqlite:
+                    await conn.execute(_ONE_WRITER)
                 tx = Tx(conn)
                 yield tx
         finally:
@@ -220,6 +229,17 @@ class Database:
             await self._reader.dispose()
         if self._units is not None:
             await asyncio.to_thread(self._units.close)
+
+
+_ORDERED = text("SELECT pg_advisory_xact_lock(7702, hashtext(:key))")
+
+
+def commit_in_order(conn: Connection, key: str) -> None:
+    """Make the write units calling this with `key` commit in the order they got past it, as
+    SQLite's single writer makes every write: a post takes its id and time after it, so that
+    in a channel, id order is commit order. A no-op on SQLite."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_ORDERED, {"key": key})
 
 
 class _SqliteUnits:
