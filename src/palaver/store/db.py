@@ -95,7 +95,10 @@ class Database:
                 url, pool_size=10, max_overflow=10, connect_args=asyncpg_connect_args(url)
             )
             self._reader = self._writer
-        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self._write_lock = asyncio.Lock()
+        """Taken before a write transaction's connection, so that on PostgreSQL only one of
+        this process's connections waits on the cluster's writer lock at a time, and a body
+        that reads on another connection always finds one in the pool."""
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
         self.on_hop: Callable[[], None] | None = None
@@ -128,8 +131,7 @@ class Database:
         then write (a limit, then an insert), and cannot be run again after losing a race. On
         PostgreSQL a transaction-level advisory lock does it, for every node at once; each
         statement after it sees what the transaction before it committed (READ COMMITTED)."""
-        if self._write_lock is not None:
-            await self._write_lock.acquire()
+        await self._write_lock.acquire()
         try:
             async with self._writer.begin() as conn:
                 if not self.is_sqlite:
@@ -137,8 +139,7 @@ class Database:
                 tx = Tx(conn)
                 yield tx
         finally:
-            if self._write_lock is not None:
-                self._write_lock.release()
+            self._write_lock.release()
         for callback in tx._after:
             await callback()
 
@@ -191,7 +192,7 @@ class Database:
         raise AssertionError("unreachable")
 
     async def _commit_pending(self) -> None:
-        assert self._units is not None and self._write_lock is not None
+        assert self._units is not None
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
