@@ -8,9 +8,14 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
 
 from palaver.store import migrate
+from palaver.store.tables import metadata
+from palaver.store.urls import sync_url
 from tests import pg_server
 from tests.support import Server
 
@@ -134,6 +139,17 @@ def test_every_migration_steps_up_and_down_one_at_a_time(store: Store) -> None:
         assert store.version() == older
     migrate.downgrade(store.url, "base")
     assert store.rows("SELECT version_num FROM alembic_version") == []
+
+
+def test_the_migrations_make_the_schema_the_tables_describe(store: Store) -> None:
+    migrate.upgrade(store.url)
+    engine = create_engine(sync_url(store.url))
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        engine.dispose()
 
 
 def test_start_up_runs_the_migrations(store: Store, tmp_path: Path) -> None:
