@@ -66,18 +66,19 @@ class Store:
         with pg_server.connect(self.url) as conn:
             return conn.execute(statement.encode(), params).fetchall()
 
+    def insert(self, table: str, rows: Sequence[Sequence[object]]) -> None:
+        if self.path is not None:
+            marks = ", ".join("?" * len(rows[0]))
+            with closing(sqlite3.connect(self.path)) as db, db:
+                db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            return
+        marks = ", ".join(["%s"] * len(rows[0]))
+        with pg_server.connect(self.url) as conn:
+            conn.cursor().executemany(f"INSERT INTO {table} VALUES ({marks})".encode(), rows)
+
     def fill(self) -> None:
         for table, rows in CORE_ROWS.items():
-            if self.path is not None:
-                marks = ", ".join("?" * len(rows[0]))
-                with closing(sqlite3.connect(self.path)) as db, db:
-                    db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-            else:
-                marks = ", ".join(["%s"] * len(rows[0]))
-                with pg_server.connect(self.url) as conn:
-                    conn.cursor().executemany(
-                        f"INSERT INTO {table} VALUES ({marks})".encode(), rows
-                    )
+            self.insert(table, rows)
 
     def version(self) -> str:
         return str(self.rows("SELECT version_num FROM alembic_version")[0][0])
@@ -139,6 +140,32 @@ def test_every_migration_steps_up_and_down_one_at_a_time(store: Store) -> None:
         assert store.version() == older
     migrate.downgrade(store.url, "base")
     assert store.rows("SELECT version_num FROM alembic_version") == []
+
+
+def test_messages_and_chunks_of_older_versions_fill_the_columns_added_since(
+    store: Store,
+) -> None:
+    """0005 records the uploads that older messages link to (in their text or their JSON
+    metadata); 0007 gives older chunks their context (document title and heading path)."""
+    migrate.upgrade(store.url, "0004_chains")
+    store.fill()
+    metadata = '{"files": ["/uploads/2024-05/plan%20b.pdf"]}'
+    content = "see /uploads/2024-05/notes.txt"
+    store.insert(
+        "messages",
+        [("msg_02UP", "ch_01OLD", None, "user_01GUEST", content, "text", metadata, STAMP)],
+    )
+    migrate.upgrade(store.url, "0006_document_status")
+    document = ("doc_01", "agent_01OLD", "garden_notes.md", "markdown", 10, None, 1, "c" * 64)
+    store.insert("documents", [(*document, STAMP, "owner", "ready", None)])
+    heading = '["Soil", "Compost"]'
+    store.insert("chunks", [(1, "chk_01", "agent_01OLD", "doc_01", 0, heading, None, 5, "weekly")])
+    migrate.upgrade(store.url)
+    assert sorted(store.rows("SELECT path, channel_id, message_id FROM upload_references")) == [
+        ("2024-05/notes.txt", "ch_01OLD", "msg_02UP"),
+        ("2024-05/plan b.pdf", "ch_01OLD", "msg_02UP"),
+    ]
+    assert store.rows("SELECT context FROM chunks") == [("garden notes > Soil > Compost",)]
 
 
 def test_the_migrations_make_the_schema_the_tables_describe(store: Store) -> None:
