@@ -104,10 +104,9 @@ def _reindex(args: argparse.Namespace) -> int:
 
     from palaver.knowledge.reindex_command import reindex
     from palaver.store import migrate
-
-    data_dir = (args.data_dir or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
     from palaver.store.urls import app_url
 
+    data_dir = (args.data_dir or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
     raw = os.environ.get("DATABASE_URL")
     url = app_url(raw) if raw else f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
     if not raw and not (data_dir / "palaver.db").exists():

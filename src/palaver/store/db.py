@@ -8,7 +8,8 @@ The hot paths (a post, a history page) run as *units*: one plain function over a
 connection, executed whole in one hop. On SQLite that hop goes to a dedicated thread (a
 statement through aiosqlite costs four hops and a GIL hand-over each), and concurrent write
 units share one transaction and one commit (group commit). On
-PostgreSQL the same function runs through `AsyncConnection.run_sync`.
+PostgreSQL the same function runs through `AsyncConnection.run_sync`, with the same promise
+kept by other means: see `write`, `write_unit` and docs/SCALING.md.
 """
 
 from __future__ import annotations
@@ -177,19 +178,19 @@ class Database:
         does: PostgreSQL aborts a SERIALIZABLE transaction that raced another (two retries of
         a post checking the same idempotency key), and the unit runs again, seeing the
         other's data. Units are written to be safe to run twice (see `_SqliteUnits.write`)."""
-        for attempt in range(SERIAL_ATTEMPTS):
+        attempt = 1
+        while True:
             try:
                 async with self._writer.connect() as conn:
                     serial = await conn.execution_options(isolation_level="SERIALIZABLE")
                     async with serial.begin():
                         return await serial.run_sync(unit)
             except DBAPIError as exc:
-                if getattr(exc.orig, "sqlstate", None) not in _RETRY_STATES:
+                lost_race = getattr(exc.orig, "sqlstate", None) in _RETRY_STATES
+                if not lost_race or attempt == SERIAL_ATTEMPTS:
                     raise
-                if attempt + 1 == SERIAL_ATTEMPTS:
-                    raise
-                await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))  # noqa: S311
-        raise AssertionError("unreachable")
+            await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))  # noqa: S311
+            attempt += 1
 
     async def _commit_pending(self) -> None:
         assert self._units is not None
