@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "sqlite_only: works on the server's SQLite file itself (skipped on the PostgreSQL pass)",
+        "sqlite_only: about SQLite itself, its file or its threads (skipped on PostgreSQL)",
     )
 
 
@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("needs_text_search") is not None:
             item.add_marker(pytest.mark.skip(reason="no full-text index on PostgreSQL yet"))
         if item.get_closest_marker("sqlite_only") is not None:
-            item.add_marker(pytest.mark.skip(reason="about the SQLite file itself"))
+            item.add_marker(pytest.mark.skip(reason="about SQLite itself"))
 
 
 settings.register_profile("repeatable", derandomize=True, database=None)
