@@ -13,15 +13,57 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.pg_server import PgServer, storage
 from tests.redis_server import RedisServer
 from tests.support import Api, Server
 
 SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_text_search: ranks by full-text search, which PostgreSQL does not have yet "
+        "(skipped on the PostgreSQL pass; see docs/SCALING.md)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only: about SQLite itself, its file or its threads (skipped on PostgreSQL)",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if storage() != "postgresql":
+        return
+    for item in items:
+        if item.get_closest_marker("needs_text_search") is not None:
+            item.add_marker(pytest.mark.skip(reason="no full-text index on PostgreSQL yet"))
+        if item.get_closest_marker("sqlite_only") is not None:
+            item.add_marker(pytest.mark.skip(reason="about SQLite itself"))
+
+
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.load_profile("repeatable")
 """Property tests explore the same examples on every run: CI must not fail by chance."""
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PgServer]:
+    """One PostgreSQL server (with pgvector) for the session; `pg.new_database()` per use."""
+    srv = PgServer()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _storage(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On the suite's PostgreSQL pass, every server stores in a fresh database of its own."""
+    if storage() != "postgresql":
+        yield
+        return
+    Server.new_database = request.getfixturevalue("pg").new_database
+    yield
+    Server.new_database = None
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,8 @@ import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from tests import pg_server
+
 OWNER_KEY = "owner-key-for-tests"
 
 
@@ -62,11 +64,17 @@ class Api(httpx.Client):
 
 
 class Server:
-    """`palaver serve` in a subprocess; start, stop (gracefully), kill, and read its log."""
+    """`palaver serve` in a subprocess; start, stop (gracefully), kill, and read its log.
+
+    It stores in SQLite in its data dir, or, while `new_database` is set (the suite's pass on
+    PostgreSQL), in a PostgreSQL database of its own, made at its first start."""
+
+    new_database: Callable[[], str] | None = None
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.env = dict(env or {})
+        self.database_url: str | None = self.env.get("DATABASE_URL")
         self.owner_key = OWNER_KEY
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -87,6 +95,8 @@ class Server:
 
     def start(self, **env: str) -> None:
         self.env.update(env)
+        if self.database_url is None and Server.new_database is not None:
+            self.database_url = self.env["DATABASE_URL"] = Server.new_database()
         self.port = free_port()
         full_env = {
             **os.environ,
@@ -291,7 +301,12 @@ def token_hash(token: str) -> str:
 
 
 def sql(server: Server, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on the server's SQLite file, as an operator with a shell could."""
+    """Run one statement (`?` marks its parameters) on the server's database, as an operator
+    with a shell could: its SQLite file, or its PostgreSQL database."""
+    if server.database_url is not None:
+        with pg_server.connect(server.database_url) as conn:
+            cursor = conn.execute(statement.replace("%", "%%").replace("?", "%s").encode(), params)
+            return [pg_server.as_sqlite(row) for row in cursor] if cursor.description else []
     with closing(sqlite3.connect(server.db_path, timeout=10)) as db, db:
         return db.execute(statement, params).fetchall()
 

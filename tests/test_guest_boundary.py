@@ -8,6 +8,7 @@ from contextlib import closing
 from typing import Any
 
 import httpx
+import pytest
 
 from palaver.store import migrate
 from tests.support import Api, Guest, Server, new_agent, new_channel, post, sql, token_hash, unique
@@ -144,6 +145,7 @@ def _fill_0004(path: Any, guest_key: str, url: str) -> None:
         )
 
 
+@pytest.mark.sqlite_only
 def test_uploads_linked_before_the_upgrade_stay_readable_by_the_channels_members(
     fresh_server: Server,
 ) -> None:

@@ -15,6 +15,9 @@ import pytest
 
 from tests.support import Api, Server, Ws, db_counts, history, new_channel, post
 
+pytestmark = pytest.mark.sqlite_only
+"""The figures are SQLite's: its units' thread hops and group commit."""
+
 POST = {"statements": 2, "roundTrips": 1}
 """BEGIN IMMEDIATE and the insert, run whole on the database's writer thread."""
 HISTORY = {"statements": 2, "roundTrips": 1}

@@ -169,6 +169,20 @@ def test_concurrent_retries_store_one_message(owner: Api, channel: str) -> None:
     assert len(history(owner, channel)) == 1
 
 
+def test_concurrent_posts_to_a_channel_reach_its_subscribers_in_id_order(
+    server: Server, owner: Api, channel: str
+) -> None:
+    """History pages by id and sockets deliver in commit order: the two must agree."""
+    with Ws(server, owner.token) as ws:
+        ws.subscribe(channel)
+        with ThreadPoolExecutor(8) as pool:
+            ids = list(pool.map(lambda i: post(owner, channel, f"race {i}"), range(48)))
+        seen = [ws.expect("message", channelId=channel)["data"]["id"] for _ in ids]
+    assert sorted(seen) == sorted(ids)
+    assert seen == sorted(seen)
+    assert _ids(history(owner, channel, limit=100)) == sorted(ids)
+
+
 def test_idempotency_keys_are_per_user_and_per_key(
     server: Server, owner: Api, channel: str
 ) -> None:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
 
 from palaver.store import migrate
+from palaver.store.tables import metadata
+from palaver.store.urls import sync_url
+from tests import pg_server
 from tests.support import Server
 
 STAMP = "2024-05-01 12:00:00.000000"
@@ -30,7 +38,7 @@ CORE_ROWS = {
             "builtin/echo",
             '["web_search"]',
             "# Soul",
-            1,
+            True,
             STAMP,
             STAMP,
         )
@@ -44,8 +52,50 @@ CORE_ROWS = {
 }
 
 
-def _url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
+class Store:
+    """An empty database of either kind, and an operator's shell on it."""
+
+    def __init__(self, url: str, path: Path | None = None) -> None:
+        self.url = url
+        self.path = path
+
+    def rows(self, statement: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        if self.path is not None:
+            with closing(sqlite3.connect(self.path)) as db:
+                return db.execute(statement, params).fetchall()
+        with pg_server.connect(self.url) as conn:
+            return conn.execute(statement.encode(), params).fetchall()
+
+    def insert(self, table: str, rows: Sequence[Sequence[object]]) -> None:
+        if self.path is not None:
+            marks = ", ".join("?" * len(rows[0]))
+            with closing(sqlite3.connect(self.path)) as db, db:
+                db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            return
+        marks = ", ".join(["%s"] * len(rows[0]))
+        with pg_server.connect(self.url) as conn:
+            conn.cursor().executemany(f"INSERT INTO {table} VALUES ({marks})".encode(), rows)
+
+    def fill(self) -> None:
+        for table, rows in CORE_ROWS.items():
+            self.insert(table, rows)
+
+    def version(self) -> str:
+        return str(self.rows("SELECT version_num FROM alembic_version")[0][0])
+
+    def core(self) -> dict[str, list[tuple[object, ...]]]:
+        return {
+            table: sorted(map(pg_server.as_sqlite, self.rows(f"SELECT * FROM {table}")))
+            for table in CORE_ROWS
+        }
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "sqlite":
+        path = tmp_path / "palaver.db"
+        return Store(f"sqlite+aiosqlite:///{path}", path)
+    return Store(request.getfixturevalue("pg").new_database())
 
 
 def _head() -> str:
@@ -54,58 +104,95 @@ def _head() -> str:
     return head
 
 
-def _version(path: Path) -> str:
-    with closing(sqlite3.connect(path)) as db:
-        return str(db.execute("SELECT version_num FROM alembic_version").fetchone()[0])
+def _expected() -> dict[str, list[tuple[object, ...]]]:
+    return {table: sorted(map(pg_server.as_sqlite, rows)) for table, rows in CORE_ROWS.items()}
 
 
-def _fill(path: Path) -> None:
-    with closing(sqlite3.connect(path)) as db, db:
-        for table, rows in CORE_ROWS.items():
-            marks = ", ".join("?" * len(rows[0]))
-            db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+def test_a_database_made_by_the_first_revision_keeps_its_data_after_upgrade(store: Store) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    migrate.upgrade(store.url)
+    assert store.version() == _head()
+    assert store.core() == _expected()
 
 
-def _core(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    with closing(sqlite3.connect(path)) as db:
-        return {table: sorted(db.execute(f"SELECT * FROM {table}")) for table in CORE_ROWS}
+def test_every_migration_can_be_undone_and_redone_without_losing_core_data(store: Store) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    migrate.upgrade(store.url)
+    migrate.downgrade(store.url, "0001_core")
+    assert store.version() == "0001_core"
+    migrate.upgrade(store.url)
+    assert store.version() == _head()
+    assert store.core() == _expected()
 
 
-def test_a_database_made_by_the_first_revision_keeps_its_data_after_upgrade(
-    tmp_path: Path,
+def test_every_migration_steps_up_and_down_one_at_a_time(store: Store) -> None:
+    revisions = [
+        script.revision
+        for script in reversed(list(ScriptDirectory(str(migrate.MIGRATIONS)).walk_revisions()))
+    ]
+    for revision in revisions:
+        migrate.upgrade(store.url, revision)
+        assert store.version() == revision
+    for older in reversed(revisions[:-1]):
+        migrate.downgrade(store.url, older)
+        assert store.version() == older
+    migrate.downgrade(store.url, "base")
+    assert store.rows("SELECT version_num FROM alembic_version") == []
+
+
+def test_messages_and_chunks_of_older_versions_fill_the_columns_added_since(
+    store: Store,
 ) -> None:
-    db = tmp_path / "old.db"
-    migrate.upgrade(_url(db), "0001_core")
-    _fill(db)
-    migrate.upgrade(_url(db))
-    assert _version(db) == _head()
-    assert _core(db) == {table: sorted(rows) for table, rows in CORE_ROWS.items()}
+    """0005 records the uploads that older messages link to (in their text or their JSON
+    metadata); 0007 gives older chunks their context (document title and heading path)."""
+    migrate.upgrade(store.url, "0004_chains")
+    store.fill()
+    metadata = '{"files": ["/uploads/2024-05/plan%20b.pdf"]}'
+    content = "see /uploads/2024-05/notes.txt"
+    store.insert(
+        "messages",
+        [("msg_02UP", "ch_01OLD", None, "user_01GUEST", content, "text", metadata, STAMP)],
+    )
+    migrate.upgrade(store.url, "0006_document_status")
+    document = ("doc_01", "agent_01OLD", "garden_notes.md", "markdown", 10, None, 1, "c" * 64)
+    store.insert("documents", [(*document, STAMP, "owner", "ready", None)])
+    heading = '["Soil", "Compost"]'
+    store.insert("chunks", [(1, "chk_01", "agent_01OLD", "doc_01", 0, heading, None, 5, "weekly")])
+    migrate.upgrade(store.url)
+    assert sorted(store.rows("SELECT path, channel_id, message_id FROM upload_references")) == [
+        ("2024-05/notes.txt", "ch_01OLD", "msg_02UP"),
+        ("2024-05/plan b.pdf", "ch_01OLD", "msg_02UP"),
+    ]
+    assert store.rows("SELECT context FROM chunks") == [("garden notes > Soil > Compost",)]
 
 
-def test_every_migration_can_be_undone_and_redone_without_losing_core_data(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "round-trip.db"
-    migrate.upgrade(_url(db), "0001_core")
-    _fill(db)
-    migrate.upgrade(_url(db))
-    migrate.downgrade(_url(db), "0001_core")
-    assert _version(db) == "0001_core"
-    migrate.upgrade(_url(db))
-    assert _version(db) == _head()
-    assert _core(db) == {table: sorted(rows) for table, rows in CORE_ROWS.items()}
+def test_the_migrations_make_the_schema_the_tables_describe(store: Store) -> None:
+    migrate.upgrade(store.url)
+    engine = create_engine(sync_url(store.url))
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        engine.dispose()
 
 
-def test_start_up_runs_the_migrations(fresh_server: Server) -> None:
-    fresh_server.data_dir.mkdir(parents=True)
-    migrate.upgrade(_url(fresh_server.db_path), "0001_core")
-    _fill(fresh_server.db_path)
-    fresh_server.start()
-    assert _version(fresh_server.db_path) == _head()
-    with fresh_server.login() as owner:
-        agents = owner.ok("GET", "/api/agents")["agents"]
-        assert [a["name"] for a in agents] == ["Old Timer"]
-        messages = owner.ok("GET", "/api/messages", params={"channelId": "ch_01OLD"})["messages"]
-        assert [m["content"] for m in messages] == ["kept"]
-        assert owner.ok("GET", "/api/settings")["settings"]["sessionIdleDays"] == 7
-        assert owner.ok("GET", "/api/me")["user"]["id"] == "user_01OWNER"
+def test_start_up_runs_the_migrations(store: Store, tmp_path: Path) -> None:
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    env = {} if store.path is not None else {"DATABASE_URL": store.url}
+    server = Server(tmp_path, env=env)
+    try:
+        server.start()
+        assert store.version() == _head()
+        with server.login() as owner:
+            agents = owner.ok("GET", "/api/agents")["agents"]
+            assert [a["name"] for a in agents] == ["Old Timer"]
+            messages = owner.ok("GET", "/api/messages", params={"channelId": "ch_01OLD"})
+            assert [m["content"] for m in messages["messages"]] == ["kept"]
+            assert owner.ok("GET", "/api/settings")["settings"]["sessionIdleDays"] == 7
+            assert owner.ok("GET", "/api/me")["user"]["id"] == "user_01OWNER"
+    finally:
+        server.stop()

@@ -46,7 +46,7 @@ from palaver.bus.redis import RedisBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.knowledge.embed import CurrentEmbedder
-from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.index.vector_only import search_index
 from palaver.knowledge.service import KnowledgeBase
 from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry
@@ -72,7 +72,7 @@ def build_services(config: Config) -> Services:
     bus, limiter = _bus_and_limiter(config)
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
-    index = SqliteSearchIndex(
+    index = search_index(
         db,
         cache_bytes=config.vector_cache_mb * 1024 * 1024,
         idle_seconds=config.vector_idle_minutes * 60,

@@ -111,10 +111,12 @@ def _reindex(args: argparse.Namespace) -> int:
 
     from palaver.knowledge.reindex_command import reindex
     from palaver.store import migrate
+    from palaver.store.urls import app_url
 
     data_dir = (args.data_dir or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
-    url = os.environ.get("DATABASE_URL") or f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
-    if url.startswith("sqlite") and not (data_dir / "palaver.db").exists():
+    raw = os.environ.get("DATABASE_URL")
+    url = app_url(raw) if raw else f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
+    if not raw and not (data_dir / "palaver.db").exists():
         print(f"palaver: there is no database in {data_dir}", file=sys.stderr)
         return 2
     migrate.upgrade(url)

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from palaver.store.urls import app_url
+
 MIN_OWNER_KEY = 12
 
 
@@ -55,6 +57,14 @@ class Config(BaseSettings):
             raise ValueError(f"must be at least {MIN_OWNER_KEY} characters long")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        """A URL no driver can read is refused at start, not at the first query."""
+        if value is not None:
+            app_url(value)
+        return value or None
+
     @field_validator("allowed_origins", "allowed_hosts", mode="before")
     @classmethod
     def _list(cls, value: Any) -> Any:
@@ -67,8 +77,9 @@ class Config(BaseSettings):
 
     @property
     def db_url(self) -> str:
+        """`DATABASE_URL` as the app's driver wants it, or the SQLite file in the data dir."""
         if self.database_url:
-            return self.database_url
+            return app_url(self.database_url)
         return f"sqlite+aiosqlite:///{self.data_dir / 'palaver.db'}"
 
     @property

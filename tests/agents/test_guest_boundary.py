@@ -260,7 +260,7 @@ def test_a_guests_schedules_are_its_own_limited_and_deleted_with_it(
     for i in range(48):
         sql(
             server,
-            "INSERT INTO schedules VALUES (?, ?, ?, ?, ?, NULL, 'filler', 1, "
+            "INSERT INTO schedules VALUES (?, ?, ?, ?, ?, NULL, 'filler', TRUE, "
             "'2999-01-01 00:00:00.000000', NULL, '2024-05-01 12:00:00.000000')",
             f"sched_filler{i:02d}{unique()}",
             agent["id"],

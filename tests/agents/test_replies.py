@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any
 
@@ -10,7 +9,7 @@ from tests.agents.conftest import Room
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import broken, burst, http_error, malformed, stall, text
-from tests.support import Api, Server, Ws
+from tests.support import Api, Server, Ws, sql
 
 
 def events_of(ws: Ws, message_id: str) -> list[dict[str, Any]]:
@@ -50,8 +49,7 @@ def test_plain_reply_streams_every_event_in_order_and_is_stored_once(
     assert sent["messages"][0]["role"] == "system"
     assert sent["messages"][0]["content"].startswith("You are Plain.\n\nYou are plain.")
     assert sent["messages"][-1] == {"role": "user", "content": "Owner: @Plain say hello"}
-    with sqlite3.connect(server.db_path) as db:
-        assert db.execute("select count(*) from reply_drafts").fetchone() == (0,)
+    assert sql(server, "select count(*) from reply_drafts") == [(0,)]
 
 
 def test_history_maps_roles_and_names_authors(make_room: Any, fake_openai: FakeOpenAI) -> None:

@@ -182,6 +182,7 @@ def test_a_pdf_is_indexed_with_its_page_numbers(owner: Api, agent: dict[str, Any
     assert (found[0]["documentId"], found[0]["documentName"]) == (document["id"], "orchard.pdf")
 
 
+@pytest.mark.needs_text_search
 def test_markdown_is_chunked_by_its_headings(owner: Api, agent: dict[str, Any]) -> None:
     document = uploaded(owner, agent["id"], "bikes.md", BIKE_GUIDE.encode())["document"]
     assert (document["kind"], document["pages"], document["chunks"]) == ("markdown", None, 3)
@@ -522,6 +523,7 @@ def test_an_unusable_embedding_setting_is_refused(
     assert owner.ok("GET", "/api/settings")["settings"] == before
 
 
+@pytest.mark.needs_text_search
 def test_an_embedding_change_leaves_vectors_stale_until_they_are_reindexed(
     fresh_server: Server,
 ) -> None:

@@ -19,6 +19,7 @@ from palaver.errors import Invalid, NotFound, RateLimited
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import messages
+from palaver.store.db import commit_in_order
 from palaver.store.tables.base import utcnow
 from palaver.store.uploads import names_uploads, record_references
 
@@ -125,6 +126,7 @@ async def post(
 
     def store(conn: Connection) -> Message | str:
         """The message, or the id of the one its idempotency key already made."""
+        commit_in_order(conn, channel_id)
         if idempotency_key:
             since = now - IDEMPOTENCY_WINDOW
             earlier = messages.idempotent_message_id(conn, user.id, idempotency_key, since)

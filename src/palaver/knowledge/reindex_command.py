@@ -10,7 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from palaver.knowledge.embed import CurrentEmbedder
-from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.index.vector_only import search_index
 from palaver.knowledge.reindex import Reembeddable, reindex_agent
 from palaver.knowledge.service import KnowledgeBase
 from palaver.memory import MemoryStore
@@ -45,7 +45,7 @@ async def reindex(db_url: str, agent_ids: list[str]) -> int:
             print(f"palaver: no agent has the id {', '.join(sorted(missing))}", file=sys.stderr)
             return 2
         embedder = CurrentEmbedder(lambda: settings)
-        index = SqliteSearchIndex(db)
+        index = search_index(db)
         stores: list[Reembeddable] = [
             KnowledgeBase(db, index, embedder),
             MemoryStore(db, index, embedder, lambda: settings.memory),

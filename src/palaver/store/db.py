@@ -8,21 +8,26 @@ The hot paths (a post, a history page) run as *units*: one plain function over a
 connection, executed whole in one hop. On SQLite that hop goes to a dedicated thread (a
 statement through aiosqlite costs four hops and a GIL hand-over each), and concurrent write
 units share one transaction and one commit (group commit). On
-PostgreSQL the same function runs through `AsyncConnection.run_sync`.
+PostgreSQL the same function runs through `AsyncConnection.run_sync`, with the same promise
+kept by other means: see `write`, `write_unit` and docs/SCALING.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from palaver.store.urls import app_url, asyncpg_connect_args
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,12 @@ Unit = Callable[[Connection], T]
 """A whole read or write, as one plain function over a sync connection."""
 
 READ_THREADS = 4
+SERIAL_ATTEMPTS = 8
+"""Runs of a PostgreSQL write unit that keeps losing races, before its error stands."""
+_RETRY_STATES = frozenset({"40001", "40P01"})
+"""serialization_failure and deadlock_detected: the transaction may simply run again."""
+_ONE_WRITER = text("SELECT pg_advisory_xact_lock(7701, 0)")
+"""The PostgreSQL lock `Database.write` transactions take; (7701, n) keys are this module's."""
 GROUP_COMMIT_MAX = 64
 """Write units sharing one transaction at most, so that one commit never waits on too many."""
 
@@ -70,6 +81,7 @@ def _configure_sqlite(engine: Engine, begin: str) -> None:
 
 class Database:
     def __init__(self, url: str) -> None:
+        url = app_url(url)
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self._units: _SqliteUnits | None = None
@@ -80,9 +92,14 @@ class Database:
             _configure_sqlite(self._reader.sync_engine, "BEGIN")
             self._units = _SqliteUnits(url)
         else:
-            self._writer = create_async_engine(url, pool_size=10, max_overflow=10)
+            self._writer = create_async_engine(
+                url, pool_size=10, max_overflow=10, connect_args=asyncpg_connect_args(url)
+            )
             self._reader = self._writer
-        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self._write_lock = asyncio.Lock()
+        """Taken before a write transaction's connection, so that on PostgreSQL only one of
+        this process's connections waits on the cluster's writer lock at a time, and a body
+        that reads on another connection always finds one in the pool."""
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
         self.on_hop: Callable[[], None] | None = None
@@ -109,24 +126,32 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
-        """One transaction; on success its `on_commit` callbacks run, in order, after commit."""
-        if self._write_lock is not None:
-            await self._write_lock.acquire()
+        """One transaction; on success its `on_commit` callbacks run, in order, after commit.
+
+        These transactions run one at a time, as on SQLite's single writer: their bodies check,
+        then write (a limit, then an insert), and cannot be run again after losing a race. On
+        PostgreSQL a transaction-level advisory lock does it, for every node at once; each
+        statement after it sees what the transaction before it committed (READ COMMITTED)."""
+        await self._write_lock.acquire()
         try:
             async with self._writer.begin() as conn:
+                if not self.is_sqlite:
+                    await conn.execute(_ONE_WRITER)
                 tx = Tx(conn)
                 yield tx
         finally:
-            if self._write_lock is not None:
-                self._write_lock.release()
+            self._write_lock.release()
         for callback in tx._after:
             await callback()
 
     async def read_unit(self, unit: Unit[T]) -> T:
-        """Run `unit` in one read transaction, in one hop."""
+        """Run `unit` in one read transaction, in one hop; it sees one snapshot throughout
+        (WAL on SQLite, REPEATABLE READ on PostgreSQL)."""
         if self._units is None:
             async with self._reader.connect() as conn:
-                return await conn.run_sync(unit)
+                snapshot = await conn.execution_options(isolation_level="REPEATABLE READ")
+                async with snapshot.begin():
+                    return await snapshot.run_sync(unit)
         if self.on_hop is not None:
             self.on_hop()
         return await asyncio.get_running_loop().run_in_executor(
@@ -137,18 +162,38 @@ class Database:
         """Run `unit` in a write transaction; returns once its data is committed.
 
         On SQLite the units waiting at the same time commit together, in the order they came;
-        should one raise, the others are run again alone (see `_SqliteUnits.write`)."""
+        should one raise, the others are run again alone (see `_SqliteUnits.write`). On
+        PostgreSQL each runs SERIALIZABLE, again from the start when it lost a race (see
+        `_serializable`): either way a unit sees no other write between its reads and its own."""
         if self._units is None:
-            async with self._writer.begin() as conn:
-                return await conn.run_sync(unit)
+            return await self._serializable(unit)
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._pending.append((unit, done))
         if self._committer is None:
             self._committer = asyncio.create_task(self._commit_pending())
         return await done
 
+    async def _serializable(self, unit: Unit[T]) -> T:
+        """Run `unit` as if no other write ran at the same time, as SQLite's single writer
+        does: PostgreSQL aborts a SERIALIZABLE transaction that raced another (two retries of
+        a post checking the same idempotency key), and the unit runs again, seeing the
+        other's data. Units are written to be safe to run twice (see `_SqliteUnits.write`)."""
+        attempt = 1
+        while True:
+            try:
+                async with self._writer.connect() as conn:
+                    serial = await conn.execution_options(isolation_level="SERIALIZABLE")
+                    async with serial.begin():
+                        return await serial.run_sync(unit)
+            except DBAPIError as exc:
+                lost_race = getattr(exc.orig, "sqlstate", None) in _RETRY_STATES
+                if not lost_race or attempt == SERIAL_ATTEMPTS:
+                    raise
+            await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))  # noqa: S311
+            attempt += 1
+
     async def _commit_pending(self) -> None:
-        assert self._units is not None and self._write_lock is not None
+        assert self._units is not None
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
@@ -186,6 +231,17 @@ class Database:
             await self._reader.dispose()
         if self._units is not None:
             await asyncio.to_thread(self._units.close)
+
+
+_ORDERED = text("SELECT pg_advisory_xact_lock(7702, hashtext(:key))")
+
+
+def commit_in_order(conn: Connection, key: str) -> None:
+    """Make the write units calling this with `key` commit in the order they got past it, as
+    SQLite's single writer makes every write: a post takes its id and time after it, so that
+    in a channel, id order is commit order. A no-op on SQLite."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_ORDERED, {"key": key})
 
 
 class _SqliteUnits:

@@ -12,13 +12,9 @@ from alembic import command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, create_engine
 
+from palaver.store.urls import sync_url
+
 MIGRATIONS = Path(__file__).parent / "migrations"
-_SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite", "postgresql+asyncpg": "postgresql+psycopg"}
-
-
-def sync_url(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    return _SYNC_DRIVERS.get(scheme, scheme) + sep + rest
 
 
 def _alembic(connection: Connection) -> AlembicConfig:

@@ -66,7 +66,8 @@ def _backfill_references() -> None:
     rows = conn.execute(
         sa.text(
             "SELECT id, channel_id, content, metadata FROM messages "
-            "WHERE content LIKE '%/uploads/%' OR metadata LIKE '%/uploads/%' ORDER BY id"
+            "WHERE content LIKE '%/uploads/%' OR CAST(metadata AS TEXT) LIKE '%/uploads/%' "
+            "ORDER BY id"
         )
     )
     seen: set[tuple[str, str]] = set()

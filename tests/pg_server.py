@@ -1,0 +1,83 @@
+"""A real PostgreSQL 16 with pgvector for the suite, from the PyPI package `pgserver`.
+
+One server runs per test session, in a temporary directory, listening only on a Unix socket;
+each user of it gets a database of its own (`new_database`), so tests stay independent.
+Set `PALAVER_TEST_STORAGE=postgresql` to run every `palaver serve` of the suite on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+STORAGE_ENV = "PALAVER_TEST_STORAGE"
+
+
+def storage() -> str:
+    """`sqlite` (the default) or `postgresql`: what the servers of this test run store in."""
+    chosen = os.environ.get(STORAGE_ENV, "sqlite")
+    if chosen not in ("sqlite", "postgresql"):
+        raise ValueError(f"{STORAGE_ENV} is sqlite or postgresql, not {chosen!r}")
+    return chosen
+
+
+class PgServer:
+    """A pgserver instance and the databases made on it."""
+
+    def __init__(self) -> None:
+        # Not under pytest's base temp: its folders are the test user's alone, and
+        # PostgreSQL, when the tests run as root, runs as a user of its own.
+        folder = Path(tempfile.mkdtemp(prefix="palaver-pg-"))
+        with warnings.catch_warnings():
+            # platformdirs warns that XDG_RUNTIME_DIR is unset and falls back to /tmp.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+            import pgserver
+
+            self._server: Any = pgserver.get_server(folder, cleanup_mode="delete")
+        self.admin_url: str = self._server.get_uri()
+
+    def new_database(self, prefix: str = "t") -> str:
+        """A fresh, empty database with the `vector` extension, as a plain `postgresql://` URL
+        (the Unix-socket form pgserver prints)."""
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        url: str = self._server.get_uri(name)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return url
+
+    def stop(self) -> None:
+        """Stop the server and delete its folder."""
+        self._server.cleanup()
+
+
+def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection as an operator's shell would open one, reading and writing times in UTC
+    (the service stores UTC)."""
+    return psycopg.connect(url, options="-c TimeZone=UTC")
+
+
+def as_sqlite(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row as SQLite answers it, for tests written against SQLite's values: times as the
+    text the service writes there, JSON as its text, booleans as integers."""
+    out: list[Any] = []
+    for value in row:
+        if isinstance(value, datetime):
+            value = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        elif isinstance(value, dict | list):
+            value = json.dumps(value, ensure_ascii=False)
+        elif isinstance(value, bool):
+            value = int(value)
+        out.append(value)
+    return tuple(out)
