@@ -102,11 +102,16 @@ class Nginx:
         )
 
     def upstream_of(self, request_id: str) -> str:
-        """The node address that served the request nginx numbered `request_id`."""
-        for line in self.access_log.read_text().splitlines():
-            if f"request_id={request_id} " in line:
-                return _upstream(line)
-        raise LookupError(f"no request {request_id} in nginx's access log")
+        """The node address that served the request nginx numbered `request_id`. nginx logs
+        a request just after answering it, so the line may be a moment behind the answer."""
+        deadline = time.monotonic() + 5
+        while True:
+            for line in self.access_log.read_text().splitlines():
+                if f"request_id={request_id} " in line:
+                    return _upstream(line)
+            if time.monotonic() > deadline:
+                raise LookupError(f"no request {request_id} in nginx's access log")
+            time.sleep(0.01)
 
     def upstreams_of(self, request_line: str) -> list[str]:
         """The node addresses that served each logged request whose line has `request_line`."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -79,19 +80,24 @@ class Cluster:
         """The same session, talking to one node without nginx."""
         return node.client(cookies={"session": api.token})
 
-    def set_limits(self, limits: dict[str, int]) -> httpx.Response:
+    def set_limits(self, limits: dict[str, int]) -> None:
         """Through nginx; returns once both nodes hold the new limits."""
-        response = self.owner.put("/api/settings", json={"limits": limits})
-        assert response.status_code == 200, response.text
+        self.owner.ok("PUT", "/api/settings", json={"limits": limits})
+        self.until_both_hold(
+            lambda held: all(held["limits"][name] == value for name, value in limits.items())
+        )
+
+    def until_both_hold(self, holds: Callable[[dict[str, Any]], bool]) -> None:
+        """Wait until the settings each node holds satisfy `holds`."""
         for node in (self.a, self.b):
-            with self.direct(node, self.owner) as api:
+            self._until_node_holds(node, holds)
 
-                def holds(api: Api = api) -> bool:
-                    held: dict[str, int] = api.ok("GET", "/api/settings")["settings"]["limits"]
-                    return all(held[name] == value for name, value in limits.items())
-
-                wait_until(holds, what=f"the limits reaching the node on {node.port}")
-        return response
+    def _until_node_holds(self, node: Server, holds: Callable[[dict[str, Any]], bool]) -> None:
+        with self.direct(node, self.owner) as api:
+            wait_until(
+                lambda: holds(api.ok("GET", "/api/settings")["settings"]),
+                what=f"the settings change reaching the node on {node.port}",
+            )
 
 
 @pytest.fixture(scope="module")
@@ -113,36 +119,44 @@ def post(api: Api, channel_id: str, content: str) -> httpx.Response:
     return response
 
 
+def socket_node(cluster: Cluster, before: int) -> Server:
+    """The node that served the socket opened after `before` sockets: nginx logs a socket
+    once it has closed."""
+    wait_until(
+        lambda: len(cluster.nginx.upstreams_of("GET /ws")) > before, what="nginx logging the socket"
+    )
+    return cluster.node_at(cluster.nginx.upstreams_of("GET /ws")[before])
+
+
 def test_a_socket_through_nginx_receives_a_message_posted_through_nginx_to_the_other_node(
     cluster: Cluster,
 ) -> None:
     channel = new_channel(cluster.owner)
     text_sent = unique("across nginx ")
+    before = len(cluster.nginx.upstreams_of("GET /ws"))
     with Ws(cluster.nginx, cluster.owner.token) as ws:
         ws.subscribe(channel["id"])
         posted = post(cluster.owner, channel["id"], text_sent)
         event = ws.expect("message", id=posted.json()["id"])
         assert event["data"]["content"] == text_sent
-    time.sleep(0.2)  # nginx logs a socket once it has closed
-    [socket_upstream] = cluster.nginx.upstreams_of("GET /ws")
-    assert cluster.node_of(posted) is cluster.other(cluster.node_at(socket_upstream))
+    assert cluster.node_of(posted) is cluster.other(socket_node(cluster, before))
 
 
 def test_an_agent_reply_streams_to_a_socket_on_the_other_node(cluster: Cluster) -> None:
     with FakeOpenAI() as fake:
         fake.enqueue(text("Hello", " from", " the", " other", " node.", delay=0.05))
-        cluster.owner.ok(
-            "PUT",
-            "/api/settings",
-            json={"providers": {"oai": {"type": "openai", "baseUrl": f"{fake.url}/v1"}}},
+        provider = {"type": "openai", "baseUrl": f"{fake.url}/v1"}
+        cluster.owner.ok("PUT", "/api/settings", json={"providers": {"oai": provider}})
+        cluster.until_both_hold(
+            lambda held: held["providers"].get("oai", {}).get("baseUrl") == provider["baseUrl"]
         )
         agent = cluster.owner.ok(
             "POST", "/api/agents", json={"name": unique("Far"), "model": "oai/gpt-test"}
         )["agent"]
         channel = new_channel(cluster.owner, agent_ids=[agent["id"]])
+        before = len(cluster.nginx.upstreams_of("GET /ws"))
         with Ws(cluster.nginx, cluster.owner.token) as ws:
             ws.subscribe(channel["id"])
-            before = len(cluster.nginx.upstreams_of("GET /ws"))
             asked = post(cluster.owner, channel["id"], f"@{agent['name']} hello")
             start = ws.expect("stream_start", agentId=agent["id"])
             end = ws.expect("stream_end", messageId=start["data"]["messageId"])
@@ -152,9 +166,7 @@ def test_an_agent_reply_streams_to_a_socket_on_the_other_node(cluster: Cluster) 
         assert len(chunks) > 1
         assert reply["data"]["content"] == "Hello from the other node."
         assert fake.model_requests, "the model was never asked"
-    time.sleep(0.2)
-    socket_upstream = cluster.nginx.upstreams_of("GET /ws")[before]
-    assert cluster.node_of(asked) is cluster.other(cluster.node_at(socket_upstream))
+    assert cluster.node_of(asked) is cluster.other(socket_node(cluster, before))
 
 
 def test_the_message_rate_limit_counts_across_both_nodes_behind_nginx(cluster: Cluster) -> None:
