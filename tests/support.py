@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from websockets.exceptions import ConnectionClosed
@@ -170,10 +170,17 @@ class Server:
         return api
 
 
+class WsEndpoint(Protocol):
+    """Where a socket connects: a node, or a load balancer in front of nodes."""
+
+    @property
+    def ws_url(self) -> str: ...
+
+
 class Ws:
     """A WebSocket client with helpers to wait for a given event."""
 
-    def __init__(self, server: Server, token: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, server: WsEndpoint, token: str | None = None, **kwargs: Any) -> None:
         self._stack = ExitStack()
         self.conn: ClientConnection = self._stack.enter_context(
             connect(server.ws_url, open_timeout=10, **kwargs)
