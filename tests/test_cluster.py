@@ -1,7 +1,7 @@
 """Two real `palaver serve` nodes behind a real nginx running the shipped `deploy/nginx.conf`.
 
-The nodes share one SQLite file (one data folder: enough for two nodes on one machine, until
-the PostgreSQL store lands) and one real `redis-server`; nginx balances round-robin between
+The nodes share one PostgreSQL database (a real pgserver), one data folder for uploads, and
+one real `redis-server`; nginx balances round-robin between
 them and upgrades `/ws`. Every request goes through nginx, whose access log says which node
 served it (found by the `X-Request-Id` nginx returns); only the checks of what one node holds
 ask that node directly.
@@ -21,6 +21,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text
 from tests.nginx_server import Nginx
+from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
 from tests.support import Api, Server, Ws, new_channel, unique, wait_until
 
@@ -32,8 +33,9 @@ class Cluster:
     """Node A and node B on one database and one Redis, nginx in front, the owner logged in
     through nginx."""
 
-    def __init__(self, folder: Path, redis_url: str) -> None:
+    def __init__(self, folder: Path, database_url: str, redis_url: str) -> None:
         env = {
+            "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
             "PALAVER_TRUST_PROXY": "1",
             "PALAVER_ALLOWED_HOSTS": PUBLIC_NAME,
@@ -102,9 +104,11 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(
-    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
+    tmp_path_factory: pytest.TempPathFactory, pg: PgServer, redis_server: RedisServer
 ) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path_factory.mktemp("cluster"), redis_server.url())
+    nodes = Cluster(
+        tmp_path_factory.mktemp("cluster"), pg.new_database("cluster"), redis_server.url()
+    )
     try:
         nodes.start()
         nodes.set_limits(WIDE)
