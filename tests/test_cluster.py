@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,11 @@ import httpx
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.script import text
+from tests.fakes.script import stall, text
 from tests.nginx_server import Nginx
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
-from tests.support import Api, Server, Ws, new_channel, unique, wait_until
+from tests.support import Api, Server, Ws, history, new_channel, unique, wait_until
 
 PUBLIC_NAME = "chat.example.test"
 WIDE = {"messagesPerMinute": 100_000, "messageBurst": 100_000, "maxMessageChars": 32_000}
@@ -237,3 +238,64 @@ def test_nginx_refuses_a_body_over_the_upload_limit_with_a_json_error(cluster: C
     too_large = cluster.owner.post("/api/upload", content=b"x" * (27 * 1024 * 1024))
     assert too_large.status_code == 413
     assert too_large.json()["error"]
+
+
+def test_a_reply_running_on_one_node_is_cancelled_through_the_other(cluster: Cluster) -> None:
+    with FakeOpenAI() as fake:
+        fake.enqueue(stall(text("Long", " story", " never", " ends"), after=2))
+        provider = {"type": "openai", "baseUrl": f"{fake.url}/v1"}
+        cluster.owner.ok("PUT", "/api/settings", json={"providers": {"slow": provider}})
+        cluster.until_both_hold(
+            lambda held: held["providers"].get("slow", {}).get("baseUrl") == provider["baseUrl"]
+        )
+        agent = cluster.owner.ok(
+            "POST", "/api/agents", json={"name": unique("Slow"), "model": "slow/gpt-test"}
+        )["agent"]
+        channel = new_channel(cluster.owner, agent_ids=[agent["id"]])
+        with Ws(cluster.nginx, cluster.owner.token) as ws:
+            ws.subscribe(channel["id"])
+            asked = post(cluster.owner, channel["id"], f"@{agent['name']} tell me")
+            start = ws.expect("stream_start", agentId=agent["id"])
+            reply_id = start["data"]["messageId"]
+            ws.expect("stream_chunk")
+            elsewhere = cluster.direct(cluster.other(cluster.node_of(asked)), cluster.owner)
+            try:
+                elsewhere.ok("POST", f"/api/messages/{reply_id}/cancel")
+            finally:
+                elsewhere.close()
+            end = ws.expect("stream_end", messageId=reply_id)
+            stored = ws.expect("message", id=reply_id)["data"]
+        assert end["data"] == {"messageId": reply_id, "cancelled": True}
+        assert stored["content"] == "Long story" and stored["metadata"]["cancelled"] is True
+
+
+def test_a_schedule_fires_once_with_both_nodes_running_their_schedulers(cluster: Cluster) -> None:
+    agent = cluster.owner.ok("POST", "/api/agents", json={"name": unique("Clock")})["agent"]
+    channel = new_channel(cluster.owner, agent_ids=[agent["id"]])
+    due = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    made = [
+        cluster.owner.ok(
+            "POST",
+            "/api/schedules",
+            json={
+                "agentId": agent["id"],
+                "channelId": channel["id"],
+                "prompt": f"Chime {n}.",
+                "at": due,
+            },
+        )["schedule"]
+        for n in range(4)
+    ]
+
+    def prompts() -> Counter[str]:
+        return Counter(
+            m["metadata"]["scheduleId"]
+            for m in history(cluster.owner, channel["id"])
+            if m["metadata"].get("scheduleId") and m["userId"] is None and m["agentId"] is None
+        )
+
+    wait_until(lambda: len(prompts()) == len(made), timeout=20, what="every schedule's prompt")
+    time.sleep(1.5)
+    assert prompts() == Counter({s["id"]: 1 for s in made})
+    listed = {s["id"]: s for s in cluster.owner.ok("GET", "/api/schedules")["schedules"]}
+    assert all(listed[s["id"]]["lastResult"]["status"] == "fired" for s in made)
