@@ -1,0 +1,187 @@
+"""`palaver migrate-db`: a SQLite installation that a real `palaver serve` filled is copied into
+an empty PostgreSQL database, and a `palaver serve` on PostgreSQL then serves the same data."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pg_server import PgServer
+from tests.support import Api, Guest, Server, history, new_agent, new_channel, post, sql
+
+BIKES = "# Bicycle care\n\n## Chain\n\nOil the chain every 300 kilometres.\n"
+LEASE = "The tenant pays the rent on the first day of each month.\n"
+
+
+def migrate_db(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return subprocess.run(
+        [sys.executable, "-m", "palaver", "migrate-db", "--data-dir", str(data_dir), *args],
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@dataclass
+class Installation:
+    """What the SQLite installation held, as its API showed it, before the copy."""
+
+    data_dir: Path
+    agent_id: str
+    channel_id: str
+    guest_key: str
+    guest_token: str
+    upload_url: str
+    seen: dict[str, Any]
+
+
+def what_the_api_shows(owner: Api, agent_id: str, channel_id: str) -> dict[str, Any]:
+    return {
+        "history": history(owner, channel_id),
+        "agents": owner.ok("GET", "/api/agents")["agents"],
+        "channels": owner.ok("GET", "/api/channels")["channels"],
+        "documents": owner.ok("GET", "/api/rag/documents", params={"agentId": agent_id}),
+        "memories": owner.ok("GET", f"/api/agents/{agent_id}/memories"),
+        "schedules": owner.ok("GET", "/api/schedules")["schedules"],
+        "guests": owner.ok("GET", "/api/guests")["guests"],
+    }
+
+
+@pytest.fixture(scope="module")
+def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
+    """A data dir filled through the API of a real server on SQLite, then stopped."""
+    data_dir = tmp_path_factory.mktemp("sqlite-install") / "data"
+    server = Server(data_dir, env={"DATABASE_URL": f"sqlite:///{data_dir / 'palaver.db'}"})
+    server.start()
+    try:
+        owner = server.login()
+        agent = new_agent(owner)
+        guest = Guest(server, owner)
+        channel = new_channel(owner, [agent["id"]], [guest.id])
+        upload = owner.post("/api/upload", files={"file": ("notes.txt", b"plain notes\n")})
+        upload_url = upload.json()["url"]
+        post(owner, channel["id"], f"Notes are at {upload_url}")
+        post(guest.api, channel["id"], "Hello from the guest")
+        for name, body in (("bikes.md", BIKES), ("lease.txt", LEASE)):
+            response = owner.post(
+                "/api/rag/upload",
+                files={"file": (name, body.encode(), "text/plain")},
+                data={"agentId": agent["id"]},
+            )
+            assert response.status_code == 200, response.text
+        memories = f"/api/agents/{agent['id']}/memories"
+        owner.ok("POST", memories, json={"content": "The owner's favourite colour is green."})
+        owner.ok("POST", memories, json={"content": "Reports go out on Mondays."})
+        schedule = {"agentId": agent["id"], "channelId": channel["id"], "prompt": "Report"}
+        owner.ok("POST", "/api/schedules", json={**schedule, "schedule": "0 9 * * 1"})
+        seen = what_the_api_shows(owner, agent["id"], channel["id"])
+        assert seen["documents"]["documents"] and seen["memories"]["memories"]
+        token = guest.api.token
+        guest.close()
+        owner.close()
+        yield Installation(
+            data_dir, agent["id"], channel["id"], guest.key, token, upload_url, seen
+        )
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def migrated(installation: Installation, pg: PgServer) -> tuple[str, str]:
+    """The PostgreSQL URL the installation was copied into, and what migrate-db printed."""
+    url = pg.new_database("migrated")
+    done = migrate_db("--to", url, "--quiet", data_dir=installation.data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return url, done.stdout
+
+
+def test_every_table_is_copied_and_verified_by_count_and_checksum(
+    migrated: tuple[str, str],
+) -> None:
+    _, printed = migrated
+    lines = printed.splitlines()
+    for table in ("users", "sessions", "agents", "messages", "documents", "chunks", "vectors",
+                  "memories", "memory_versions", "schedules", "uploads", "upload_references",
+                  "settings", "channel_members"):  # fmt: skip
+        [line] = [line for line in lines if line.split()[:1] == [table]]
+        assert line.endswith(" ok"), line
+    assert lines[-1].startswith("Done: ") and "verified" in lines[-1]
+    assert "Not copied, SQLite's own:" in printed, "the per-agent FTS5 tables stay behind"
+    assert "Sequence: chunks.seq continues at" in printed
+    assert "Uploads are not in the database: they stay on disk" in printed
+
+
+def test_a_server_on_postgresql_serves_the_copied_data(
+    installation: Installation, migrated: tuple[str, str], tmp_path: Path
+) -> None:
+    url, _ = migrated
+    server = Server(installation.data_dir, env={"DATABASE_URL": url})
+    server.start()
+    try:
+        owner = server.login()
+        seen = what_the_api_shows(owner, installation.agent_id, installation.channel_id)
+        assert seen == installation.seen
+        assert owner.get(installation.upload_url).content == b"plain notes\n"
+        with server.client(cookies={"session": installation.guest_token}) as guest:
+            assert history(guest, installation.channel_id) == installation.seen["history"]
+        with server.login(installation.guest_key) as guest:
+            post(guest, installation.channel_id, "Still here after the move")
+        response = owner.post(
+            "/api/rag/upload",
+            files={"file": ("new.txt", b"A third document, stored after the move.\n")},
+            data={"agentId": installation.agent_id},
+        )
+        assert response.status_code == 200, "new chunks get sequence numbers past the copied"
+        assert sql(server, "SELECT count(*) FROM chunks") == [
+            (sum(d["chunks"] for d in owner.ok(
+                "GET", "/api/rag/documents", params={"agentId": installation.agent_id}
+            )["documents"]),)
+        ]  # fmt: skip
+        owner.close()
+    finally:
+        server.stop()
+
+
+def test_a_second_copy_into_the_now_full_database_is_refused_with_status_2(
+    installation: Installation, migrated: tuple[str, str]
+) -> None:
+    url, _ = migrated
+    done = migrate_db("--to", url, data_dir=installation.data_dir)
+    assert done.returncode == 2
+    assert "is not empty (table agents has rows)" in done.stderr
+    assert "Done" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("mysql://root:hunter2-secret@localhost/palaver", "--to: a database URL starts with"),
+        ("sqlite:///elsewhere.db", "--to takes a PostgreSQL URL"),
+        (
+            "postgresql://palaver:hunter2-secret@127.0.0.1:1/palaver",
+            "cannot use postgresql://palaver:***@127.0.0.1:1/palaver",
+        ),
+    ],
+)
+def test_a_bad_target_url_gets_a_clear_error_without_its_password(
+    installation: Installation, target: str, said: str
+) -> None:
+    done = migrate_db("--to", target, data_dir=installation.data_dir)
+    assert done.returncode == 2
+    assert said in done.stderr, done.stderr
+    assert "hunter2-secret" not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_a_sqlite_database_there_is_nothing_to_copy(tmp_path: Path) -> None:
+    done = migrate_db("--to", "postgresql://u@/db?host=/nowhere", data_dir=tmp_path)
+    assert done.returncode == 2 and "there is no SQLite database at" in done.stderr
