@@ -3,16 +3,22 @@ an empty PostgreSQL database, and a `palaver serve` on PostgreSQL then serves th
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import Boolean, Column, LargeBinary, String
 
+from palaver.progress import ProgressBar
+from palaver.store.checksum import TableSum
+from palaver.store.tables.base import JsonValue, UtcDateTime
 from tests.pg_server import PgServer
 from tests.support import Api, Guest, Server, history, new_agent, new_channel, post, sql
 
@@ -53,6 +59,7 @@ def what_the_api_shows(owner: Api, agent_id: str, channel_id: str) -> dict[str, 
         "memories": owner.ok("GET", f"/api/agents/{agent_id}/memories"),
         "schedules": owner.ok("GET", "/api/schedules")["schedules"],
         "guests": owner.ok("GET", "/api/guests")["guests"],
+        "settings": owner.ok("GET", "/api/settings"),
     }
 
 
@@ -79,8 +86,11 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installat
             )
             assert response.status_code == 200, response.text
         memories = f"/api/agents/{agent['id']}/memories"
-        owner.ok("POST", memories, json={"content": "The owner's favourite colour is green."})
         owner.ok("POST", memories, json={"content": "Reports go out on Mondays."})
+        colour = owner.ok("POST", memories, json={"content": "The owner's cat is called Mio."})
+        correction = {"content": "The owner's cat is called Miso."}
+        owner.ok("PUT", f"{memories}/{colour['memory']['id']}", json=correction)
+        owner.ok("PUT", "/api/settings", json={"limits": {"messagesPerMinute": 500}})
         schedule = {"agentId": agent["id"], "channelId": channel["id"], "prompt": "Report"}
         owner.ok("POST", "/api/schedules", json={**schedule, "schedule": "0 9 * * 1"})
         seen = what_the_api_shows(owner, agent["id"], channel["id"])
@@ -88,9 +98,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installat
         token = guest.api.token
         guest.close()
         owner.close()
-        yield Installation(
-            data_dir, agent["id"], channel["id"], guest.key, token, upload_url, seen
-        )
+        yield Installation(data_dir, agent["id"], channel["id"], guest.key, token, upload_url, seen)
     finally:
         server.stop()
 
@@ -113,7 +121,7 @@ def test_every_table_is_copied_and_verified_by_count_and_checksum(
                   "memories", "memory_versions", "schedules", "uploads", "upload_references",
                   "settings", "channel_members"):  # fmt: skip
         [line] = [line for line in lines if line.split()[:1] == [table]]
-        assert line.endswith(" ok"), line
+        assert line.endswith(" ok") and " 0 rows" not in line, line
     assert lines[-1].startswith("Done: ") and "verified" in lines[-1]
     assert "Not copied, SQLite's own:" in printed, "the per-agent FTS5 tables stay behind"
     assert "Sequence: chunks.seq continues at" in printed
@@ -180,6 +188,61 @@ def test_a_bad_target_url_gets_a_clear_error_without_its_password(
     assert said in done.stderr, done.stderr
     assert "hunter2-secret" not in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() -> None:
+    columns = [
+        Column("at", UtcDateTime),
+        Column("data", JsonValue),
+        Column("active", Boolean),
+        Column("blob", LargeBinary),
+        Column("name", String),
+    ]
+    moment = datetime(2026, 11, 23, 18, 0, 0, 123456, tzinfo=UTC)
+    as_sqlite = [
+        ("2026-11-23 18:00:00.123456", '{"b": [1, 2], "a": "é"}', 1, b"\x00\x01", "x"),
+        ("2026-11-23 18:00:01.000000", "[]", 0, b"", "y"),
+    ]
+    as_postgresql = [
+        (moment + timedelta(seconds=0.876544), [], False, memoryview(b""), "y"),
+        (moment.astimezone(timezone(timedelta(hours=2))), {"a": "é", "b": [1, 2]}, True,
+         memoryview(b"\x00\x01"), "x"),
+    ]  # fmt: skip
+    sqlite_sum, postgresql_sum = TableSum(columns), TableSum(columns)
+    sqlite_sum.add(as_sqlite)
+    postgresql_sum.add(as_postgresql)
+    assert (sqlite_sum.rows, sqlite_sum.hexdigest) == (2, postgresql_sum.hexdigest)
+
+    changed = TableSum(columns)
+    changed.add([as_sqlite[0], (*as_sqlite[1][:4], "z")])
+    assert changed.hexdigest != sqlite_sum.hexdigest
+    doubled = TableSum(columns)
+    doubled.add([as_sqlite[0], as_sqlite[0]])
+    assert doubled.hexdigest != TableSum(columns).hexdigest, "equal rows do not cancel out"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_redraws_a_few_times_a_second_and_only_on_a_terminal() -> None:
+    screen = Terminal()
+    bar = ProgressBar(screen)
+    bar.begin(10_000)
+    for done in range(0, 10_000, 10):
+        bar.update(done, "chunks")
+    assert screen.getvalue().count("\r") == 1, "a thousand updates in a moment draw once"
+    assert "chunks" in screen.getvalue() and "0/10,000 rows" in screen.getvalue()
+    bar.close()
+    assert screen.getvalue().endswith("\r")
+
+    for stream, enabled in ((io.StringIO(), True), (Terminal(), False)):
+        quiet = ProgressBar(stream, enabled=enabled)
+        quiet.begin(10)
+        quiet.update(5, "chunks")
+        quiet.close()
+        assert stream.getvalue() == ""
 
 
 def test_without_a_sqlite_database_there_is_nothing_to_copy(tmp_path: Path) -> None:
