@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy import Boolean, Column, LargeBinary, String
 
 from palaver.progress import ProgressBar
+from palaver.store import migrate
 from palaver.store.checksum import TableSum
 from palaver.store.tables.base import JsonValue, UtcDateTime
-from tests.pg_server import PgServer
+from tests.pg_server import PgServer, connect
 from tests.support import Api, Guest, Server, history, new_agent, new_channel, post, sql
 
 BIKES = "# Bicycle care\n\n## Chain\n\nOil the chain every 300 kilometres.\n"
@@ -188,6 +189,33 @@ def test_a_bad_target_url_gets_a_clear_error_without_its_password(
     assert said in done.stderr, done.stderr
     assert "hunter2-secret" not in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_tables_and_columns_only_postgresql_has_are_left_to_it(
+    installation: Installation, pg: PgServer
+) -> None:
+    """As PostgreSQL's search index may add them: a generated column is computed from the
+    copied rows, a plain one is named in the report, a table of its own stays as it was."""
+    url = pg.new_database("searchy")
+    migrate.upgrade(url)
+    with connect(url) as conn:
+        conn.execute(
+            "ALTER TABLE chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+            "(to_tsvector('english', context || ' ' || content)) STORED"
+        )
+        conn.execute("ALTER TABLE vectors ADD COLUMN embedding vector")
+        conn.execute("CREATE TABLE search_terms (term text PRIMARY KEY, hits integer)")
+        conn.commit()
+    done = migrate_db("--to", url, "--quiet", data_dir=installation.data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = "Only in PostgreSQL, left as its migrations made them: search_terms, vectors.embedding."
+    assert kept in done.stdout.splitlines()
+    assert done.stdout.splitlines()[-1].startswith("Done: ")
+    with connect(url) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM chunks WHERE tsv @@ to_tsquery('english', 'kilometres')"
+        ).fetchone()
+    assert found == (1,)
 
 
 def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() -> None:

@@ -47,7 +47,7 @@ _ALEMBIC = "alembic_version"
 
 class Progress(Protocol):
     def begin(self, total: int) -> None:
-        """The copy is about to move `total` rows."""
+        """A stage over `total` rows begins: the copy, then the verification."""
 
     def update(self, done: int, label: str) -> None:
         """`done` rows are copied so far; the table being copied is `label`."""
@@ -129,10 +129,12 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
         migrate.upgrade(source_url)
         migrate.upgrade(target_url)
         plan = _plan(source, target)
-        progress.begin(_count_rows(source, plan.tables))
+        rows = _count_rows(source, plan.tables)
+        progress.begin(rows)
         sums = _copy(source, target, plan.tables, progress)
         sequences = _advance_sequences(target, plan.tables)
-        checks = _verify(target, plan.tables, sums)
+        progress.begin(rows)
+        checks = _verify(target, plan.tables, sums, progress)
     finally:
         source.dispose()
         target.dispose()
@@ -212,13 +214,13 @@ def _copy(
     with source.connect() as reading, target.begin() as writing:
         for table in tables:
             total = TableSum(list(table.columns))
-            progress.update(done, table.name)
+            progress.update(done, f"copying {table.name}")
             result = reading.execution_options(yield_per=BATCH).execute(select(table))
             for rows in result.partitions():
                 writing.execute(insert(table), [row._asdict() for row in rows])
                 total.add(rows)
                 done += len(rows)
-                progress.update(done, table.name)
+                progress.update(done, f"copying {table.name}")
             sums[table.name] = total
     return sums
 
@@ -247,14 +249,20 @@ def _advance_sequences(target: Engine, tables: list[Table]) -> list[SequenceRese
     return advanced
 
 
-def _verify(target: Engine, tables: list[Table], sums: dict[str, TableSum]) -> list[TableCheck]:
+def _verify(
+    target: Engine, tables: list[Table], sums: dict[str, TableSum], progress: Progress
+) -> list[TableCheck]:
+    """Read every copied table back from PostgreSQL and checksum it as its source was."""
     checks: list[TableCheck] = []
+    done = 0
     with target.connect() as conn:
         for table in tables:
             copied = TableSum(list(table.columns))
             result = conn.execution_options(yield_per=BATCH).execute(select(table))
             for rows in result.partitions():
                 copied.add(rows)
+                done += len(rows)
+                progress.update(done, f"verifying {table.name}")
             counted = conn.execute(select(func.count()).select_from(table)).scalar_one()
             source_sum = sums[table.name]
             checks.append(
