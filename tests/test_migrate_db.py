@@ -219,7 +219,7 @@ def test_tables_and_columns_only_postgresql_has_are_left_to_it(
 
 
 def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() -> None:
-    columns = [
+    columns: list[Column[Any]] = [
         Column("at", UtcDateTime),
         Column("data", JsonValue),
         Column("active", Boolean),
