@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -65,7 +67,7 @@ def what_the_api_shows(owner: Api, agent_id: str, channel_id: str) -> dict[str, 
 
 
 @pytest.fixture(scope="module")
-def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
+def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
     """A data dir filled through the API of a real server on SQLite, then stopped."""
     data_dir = tmp_path_factory.mktemp("sqlite-install") / "data"
     server = Server(data_dir, env={"DATABASE_URL": f"sqlite:///{data_dir / 'palaver.db'}"})
@@ -99,9 +101,9 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installat
         token = guest.api.token
         guest.close()
         owner.close()
-        yield Installation(data_dir, agent["id"], channel["id"], guest.key, token, upload_url, seen)
     finally:
         server.stop()
+    return Installation(data_dir, agent["id"], channel["id"], guest.key, token, upload_url, seen)
 
 
 @pytest.fixture(scope="module")
@@ -191,11 +193,18 @@ def test_a_bad_target_url_gets_a_clear_error_without_its_password(
     assert "Traceback" not in done.stderr
 
 
-def test_tables_and_columns_only_postgresql_has_are_left_to_it(
-    installation: Installation, pg: PgServer
+def test_tables_and_columns_only_one_side_has_are_left_where_they_are_and_named(
+    installation: Installation, pg: PgServer, tmp_path: Path
 ) -> None:
     """As PostgreSQL's search index may add them: a generated column is computed from the
-    copied rows, a plain one is named in the report, a table of its own stays as it was."""
+    copied rows, a plain one is named in the report, a table of its own stays as it was. What
+    only SQLite has (an old column, a table of its own) is named as not copied."""
+    copy = tmp_path / "copy.db"
+    shutil.copy(installation.data_dir / "palaver.db", copy)
+    with closing(sqlite3.connect(copy)) as lite, lite:
+        lite.execute("ALTER TABLE messages ADD COLUMN legacy TEXT")
+        lite.execute("CREATE TABLE old_notes (note TEXT)")
+        lite.execute("INSERT INTO old_notes VALUES ('kept in SQLite')")
     url = pg.new_database("searchy")
     migrate.upgrade(url)
     with connect(url) as conn:
@@ -206,16 +215,22 @@ def test_tables_and_columns_only_postgresql_has_are_left_to_it(
         conn.execute("ALTER TABLE vectors ADD COLUMN embedding vector")
         conn.execute("CREATE TABLE search_terms (term text PRIMARY KEY, hits integer)")
         conn.commit()
-    done = migrate_db("--to", url, "--quiet", data_dir=installation.data_dir)
+
+    done = migrate_db("--from", f"sqlite:///{copy}", "--to", url, "--quiet", data_dir=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    kept = "Only in PostgreSQL, left as its migrations made them: search_terms, vectors.embedding."
-    assert kept in done.stdout.splitlines()
-    assert done.stdout.splitlines()[-1].startswith("Done: ")
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"Copying {copy} into ")
+    assert "Not copied, only in SQLite: old_notes, messages.legacy." in lines
+    assert (
+        "Only in PostgreSQL, left as its migrations made them: search_terms, vectors.embedding."
+        in lines
+    )
+    assert lines[-1].startswith("Done: ")
     with connect(url) as conn:
         found = conn.execute(
             "SELECT count(*) FROM chunks WHERE tsv @@ to_tsquery('english', 'kilometres')"
         ).fetchone()
-    assert found == (1,)
+    assert found == (1,), done.stdout
 
 
 def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() -> None:

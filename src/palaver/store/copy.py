@@ -89,6 +89,8 @@ class Report:
     """Tables only the target has, left as its migrations made them."""
     postgresql_only_columns: list[str]
     """`table.column` the target has and the source has not, left to their defaults."""
+    sqlite_only_columns: list[str]
+    """`table.column` the source has and the target has not: not copied, and said so."""
     sequences: list[SequenceReset]
 
     @property
@@ -144,6 +146,7 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
         sqlite_only=plan.sqlite_only,
         postgresql_only=plan.postgresql_only,
         postgresql_only_columns=plan.postgresql_only_columns,
+        sqlite_only_columns=plan.sqlite_only_columns,
         sequences=sequences,
     )
 
@@ -154,6 +157,7 @@ class _Plan:
     sqlite_only: list[str]
     postgresql_only: list[str]
     postgresql_only_columns: list[str]
+    sqlite_only_columns: list[str]
 
 
 def _plan(source: Engine, target: Engine) -> _Plan:
@@ -177,6 +181,7 @@ def _plan(source: Engine, target: Engine) -> _Plan:
         reflected.reflect(conn, only=common)
     tables: list[Table] = []
     extra_columns: list[str] = []
+    missing_columns: list[str] = []
     for table in reflected.sorted_tables:
         if table.name not in common:
             continue  # reflected only as the target of a foreign key
@@ -190,12 +195,17 @@ def _plan(source: Engine, target: Engine) -> _Plan:
             own = known.columns.get(column.name) if known is not None else None
             typed = own.type if own is not None else column.type
             columns.append(Column(column.name, typed, primary_key=column.primary_key))
+        missing_columns += [
+            f"{table.name}.{name}"
+            for name in sorted(source_columns[table.name] - set(table.columns.keys()))
+        ]
         tables.append(Table(table.name, MetaData(), *columns))
     return _Plan(
         tables=tables,
         sqlite_only=sorted(source_tables - target_tables - {_ALEMBIC}),
         postgresql_only=sorted(target_tables - source_tables - {_ALEMBIC}),
         postgresql_only_columns=extra_columns,
+        sqlite_only_columns=missing_columns,
     )
 
 

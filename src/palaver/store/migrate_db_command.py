@@ -19,6 +19,9 @@ from palaver.progress import ProgressBar
 from palaver.store.copy import Report, TargetNotEmpty, migrate_db
 from palaver.store.urls import backend, shown, sync_url
 
+FULL_TEXT = "chunks_fts"
+"""How SQLite's full-text tables are named: the per-agent FTS5 tables and their shadow tables."""
+
 
 def migrate_db_command(target: str, source: str | None, data_dir: Path, quiet: bool) -> int:
     """Copy `source` (a SQLite URL; default the data dir's database) into `target`."""
@@ -49,7 +52,7 @@ def migrate_db_command(target: str, source: str | None, data_dir: Path, quiet: b
     except OperationalError as exc:
         return _fail(f"cannot use {shown(target)}: {_reason(exc, target)}", bar)
     except CommandError as exc:
-        return _fail(f"cannot bring {shown(target)} to this version's schema: {exc}", bar)
+        return _fail(f"cannot bring the databases to this version's schema: {exc}", bar)
     except DBAPIError as exc:
         _fail(f"the copy failed and was rolled back: {_reason(exc, target)}", bar)
         return 1
@@ -84,11 +87,18 @@ def _print_report(report: Report, data_dir: Path) -> None:
             f"  {check.name:<{width}}  {check.source_rows:>9,} rows  "
             f"checksum {check.source_sum[:16]}  {verdict}"
         )
-    if report.sqlite_only:
+    full_text = [name for name in report.sqlite_only if name.startswith(FULL_TEXT)]
+    if full_text:
         print(
-            f"Not copied, SQLite's own: {len(report.sqlite_only)} full-text tables "
+            f"Not copied, SQLite's own: {len(full_text)} full-text tables "
             "(PostgreSQL's search index is built from chunks and vectors)."
         )
+    left = [
+        *(name for name in report.sqlite_only if not name.startswith(FULL_TEXT)),
+        *report.sqlite_only_columns,
+    ]
+    if left:
+        print(f"Not copied, only in SQLite: {', '.join(left)}.")
     if report.postgresql_only or report.postgresql_only_columns:
         kept = [*report.postgresql_only, *report.postgresql_only_columns]
         print(f"Only in PostgreSQL, left as its migrations made them: {', '.join(kept)}.")
