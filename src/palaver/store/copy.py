@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from alembic.script import ScriptDirectory
 from sqlalchemy import (
     Column,
+    Connection,
     Engine,
     MetaData,
     Table,
@@ -123,7 +124,8 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
     databases are brought to the migrations' head first (the source as its next
     `palaver serve` would)."""
     target = create_engine(sync_url(target_url), connect_args={"options": "-c TimeZone=UTC"})
-    source = create_engine(sync_url(source_url))
+    # The driver's own transaction handling off, so that BEGIN below opens a read snapshot.
+    source = create_engine(sync_url(source_url), connect_args={"isolation_level": None})
     try:
         busy = first_table_with_rows(target)
         if busy is not None:
@@ -131,9 +133,12 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
         migrate.upgrade(source_url)
         migrate.upgrade(target_url)
         plan = _plan(source, target)
-        rows = _count_rows(source, plan.tables)
-        progress.begin(rows)
-        sums = _copy(source, target, plan.tables, progress)
+        with source.connect() as reading:
+            # One snapshot of the file for the count and every table, should a node still write.
+            reading.exec_driver_sql("BEGIN")
+            rows = _count_rows(reading, plan.tables)
+            progress.begin(rows)
+            sums = _copy(reading, target, plan.tables, progress)
         sequences = _advance_sequences(target, plan.tables)
         progress.begin(rows)
         checks = _verify(target, plan.tables, sums, progress)
@@ -209,19 +214,18 @@ def _plan(source: Engine, target: Engine) -> _Plan:
     )
 
 
-def _count_rows(source: Engine, tables: list[Table]) -> int:
-    with source.connect() as conn:
-        return sum(
-            conn.execute(select(func.count()).select_from(table)).scalar_one() for table in tables
-        )
+def _count_rows(reading: Connection, tables: list[Table]) -> int:
+    return sum(
+        reading.execute(select(func.count()).select_from(table)).scalar_one() for table in tables
+    )
 
 
 def _copy(
-    source: Engine, target: Engine, tables: list[Table], progress: Progress
+    reading: Connection, target: Engine, tables: list[Table], progress: Progress
 ) -> dict[str, TableSum]:
     sums: dict[str, TableSum] = {}
     done = 0
-    with source.connect() as reading, target.begin() as writing:
+    with target.begin() as writing:
         for table in tables:
             total = TableSum(list(table.columns))
             progress.update(done, f"copying {table.name}")
