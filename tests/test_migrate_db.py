@@ -288,6 +288,20 @@ def test_the_progress_bar_redraws_a_few_times_a_second_and_only_on_a_terminal() 
         assert stream.getvalue() == ""
 
 
+def test_a_target_from_a_newer_version_is_refused_with_status_2(
+    installation: Installation, pg: PgServer
+) -> None:
+    url = pg.new_database("newer")
+    with connect(url) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num varchar(32) PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES ('0099_from_the_future')")
+        conn.commit()
+    done = migrate_db("--to", url, data_dir=installation.data_dir)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "to this version's schema: Can't locate revision" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_without_a_sqlite_database_there_is_nothing_to_copy(tmp_path: Path) -> None:
     done = migrate_db("--to", "postgresql://u@/db?host=/nowhere", data_dir=tmp_path)
     assert done.returncode == 2 and "there is no SQLite database at" in done.stderr

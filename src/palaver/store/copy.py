@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import (
     Column,
     Connection,
@@ -34,12 +35,12 @@ from sqlalchemy import (
 from sqlalchemy import (
     table as table_named,
 )
-from sqlalchemy.exc import SAWarning
+from sqlalchemy.exc import DBAPIError, SAWarning
 
 from palaver.store import migrate
 from palaver.store.checksum import TableSum
 from palaver.store.tables import metadata as declared
-from palaver.store.urls import sync_url
+from palaver.store.urls import shown, sync_url
 
 BATCH = 1000
 """Rows read from SQLite and inserted into PostgreSQL at a time: the copy's memory bound."""
@@ -56,6 +57,15 @@ class Progress(Protocol):
 
 class TargetNotEmpty(Exception):
     """The target database already holds rows; the copy never merges into existing data."""
+
+
+class SchemaNotReached(Exception):
+    """A database could not be brought to the migrations' head (an unknown revision, a missing
+    privilege or extension); nothing has been copied yet."""
+
+    def __init__(self, where: str, cause: Exception) -> None:
+        reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
+        super().__init__(f"cannot bring {where} to this version's schema: {reason}")
 
 
 @dataclass(frozen=True)
@@ -130,8 +140,11 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
         busy = first_table_with_rows(target)
         if busy is not None:
             raise TargetNotEmpty(busy)
-        migrate.upgrade(source_url)
-        migrate.upgrade(target_url)
+        for url in (source_url, target_url):
+            try:
+                migrate.upgrade(url)
+            except (CommandError, DBAPIError) as exc:
+                raise SchemaNotReached(shown(url), exc) from exc
         plan = _plan(source, target)
         with source.connect() as reading:
             # One snapshot of the file for the count and every table, should a node still write.

@@ -11,12 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from alembic.util import CommandError
 from sqlalchemy import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from palaver.progress import ProgressBar
-from palaver.store.copy import Report, TargetNotEmpty, migrate_db
+from palaver.store.copy import Report, SchemaNotReached, TargetNotEmpty, migrate_db
 from palaver.store.urls import backend, shown, sync_url
 
 FULL_TEXT = "chunks_fts"
@@ -51,8 +50,8 @@ def migrate_db_command(target: str, source: str | None, data_dir: Path, quiet: b
         )
     except OperationalError as exc:
         return _fail(f"cannot use {shown(target)}: {_reason(exc, target)}", bar)
-    except CommandError as exc:
-        return _fail(f"cannot bring the databases to this version's schema: {exc}", bar)
+    except SchemaNotReached as exc:
+        return _fail(str(exc).replace(_password(target) or "\0", "***"), bar)
     except DBAPIError as exc:
         _fail(f"the copy failed and was rolled back: {_reason(exc, target)}", bar)
         return 1
@@ -119,8 +118,12 @@ def _print_report(report: Report, data_dir: Path) -> None:
 def _reason(exc: DBAPIError, url: str) -> str:
     """The driver's own words, on one line, without the password should it quote the URL."""
     words = " ".join(str(exc.orig).split())
-    password = make_url(sync_url(url)).password
+    password = _password(url)
     return words.replace(password, "***") if password else words
+
+
+def _password(url: str) -> str | None:
+    return make_url(sync_url(url)).password
 
 
 def _fail(message: str, bar: ProgressBar | None = None) -> int:
