@@ -113,7 +113,7 @@ def _reindex(args: argparse.Namespace) -> int:
     from palaver.store import migrate
     from palaver.store.urls import app_url
 
-    data_dir = (args.data_dir or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
+    data_dir = _data_dir(args.data_dir)
     raw = os.environ.get("DATABASE_URL")
     url = app_url(raw) if raw else f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
     if not raw and not (data_dir / "palaver.db").exists():
@@ -121,6 +121,21 @@ def _reindex(args: argparse.Namespace) -> int:
         return 2
     migrate.upgrade(url)
     return asyncio.run(reindex(url, args.agent or []))
+
+
+def _data_dir(given: Path | None) -> Path:
+    return (given or Path(os.environ.get("PALAVER_DATA_DIR", "./data"))).resolve()
+
+
+def _migrate_db(args: argparse.Namespace) -> int:
+    from palaver.store.migrate_db_command import migrate_db_command
+
+    return migrate_db_command(
+        target=args.to,
+        source=args.from_url or os.environ.get("DATABASE_URL"),
+        data_dir=_data_dir(args.data_dir),
+        quiet=args.quiet,
+    )
 
 
 def _fail_on_blocking_calls() -> None:
@@ -142,7 +157,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     again.add_argument("--data-dir", type=Path, default=None)
     again.add_argument("--agent", action="append", help="an agent id (repeatable; default all)")
+    move = commands.add_parser(
+        "migrate-db",
+        help="copy this installation's SQLite database into an empty PostgreSQL database",
+    )
+    move.add_argument("--to", required=True, metavar="URL", help="postgresql://user:pw@host/db")
+    move.add_argument(
+        "--from",
+        dest="from_url",
+        metavar="URL",
+        help="sqlite:///path/palaver.db (default: DATABASE_URL, else the data dir's database)",
+    )
+    move.add_argument("--data-dir", type=Path, default=None)
+    move.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "migrate-db":
+        return _migrate_db(args)
     return _reindex(args)
