@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
@@ -13,6 +14,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
+from palaver.knowledge.index.postgres import SEARCH_COLUMNS, SEARCH_INDEXES
 from palaver.store import migrate
 from palaver.store.tables import metadata
 from palaver.store.urls import sync_url
@@ -168,12 +170,25 @@ def test_messages_and_chunks_of_older_versions_fill_the_columns_added_since(
     assert store.rows("SELECT context FROM chunks") == [("garden notes > Soil > Compost",)]
 
 
+def _not_search_only(
+    item: object, name: str | None, kind: str, reflected: bool, other: object
+) -> bool:
+    """Leaves out what migration 0009 adds on PostgreSQL alone for its search index."""
+    table = getattr(getattr(item, "table", None), "name", None)
+    if kind == "column":
+        return (table, name) not in SEARCH_COLUMNS
+    return not (kind == "index" and name in SEARCH_INDEXES)
+
+
 def test_the_migrations_make_the_schema_the_tables_describe(store: Store) -> None:
     migrate.upgrade(store.url)
     engine = create_engine(sync_url(store.url))
     try:
-        with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"compare_type": True})
+        with engine.connect() as conn, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Did not recognize type 'vector'")
+            context = MigrationContext.configure(
+                conn, opts={"compare_type": True, "include_object": _not_search_only}
+            )
             assert compare_metadata(context, metadata) == []
     finally:
         engine.dispose()
