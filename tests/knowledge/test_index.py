@@ -430,3 +430,45 @@ async def test_matrices_not_searched_for_a_while_are_evicted(db: Database) -> No
     await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
     assert index.cached_bytes() < both
     assert await index.vector_search(AGENT, "memory", unit(3), SPACE, 5) == first
+
+
+@pytest.mark.parametrize("db", ["postgresql"], indirect=True)
+async def test_an_agent_with_many_vectors_is_searched_through_hnsw_with_the_exact_answer(
+    db: Database,
+) -> None:
+    """Above the threshold the query takes the HNSW index of its dimension, which holds every
+    agent's vectors; the other agent's nearer ones never show, and too few of this agent's
+    among the candidates sends the search back to the exact scan."""
+    space = Space("test/random", 384)
+    exact, hnsw = PostgresSearchIndex(db), PostgresSearchIndex(db, exact_below=1)
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((60, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    async with db.write() as tx:
+        await exact.put(tx, AGENT, "chunk", [Entry(f"c_{i}") for i in range(30)], rows[:30], space)
+        others = [Entry(f"o_{i}") for i in range(30)]
+        await exact.put(tx, OTHER_AGENT, "chunk", others, rows[:30], space)
+    async with db.read() as conn:
+        plan = await conn.execute(text("EXPLAIN " + HNSW_PLAN), {"q": _vector_text(rows[0])})
+        assert "ix_vectors_hnsw_384" in str(plan.all())
+    for seed in range(5):
+        query = rows[seed] + 0.1 * rng.standard_normal(384).astype(np.float32)
+        query /= np.linalg.norm(query)
+        wanted = await exact.vector_search(AGENT, "chunk", query, space, 10)
+        found = await hnsw.vector_search(AGENT, "chunk", query, space, 10)
+        assert [h.id for h in found] == [h.id for h in wanted]
+        assert all(h.id.startswith("c_") for h in found)
+        assert [h.score for h in found] == pytest.approx([h.score for h in wanted], abs=1e-5)
+    assert len(await hnsw.vector_search(AGENT, "chunk", rows[0], space, 30)) == 30
+
+
+HNSW_PLAN = (
+    "SELECT item_id FROM vectors WHERE agent_id = 'agent_01KNOWLEDGE' AND kind = 'chunk' "
+    "AND embedder = 'test/random' AND dim = 384 "
+    "ORDER BY embedding::vector(384) <=> CAST(CAST(:q AS text) AS vector(384)) LIMIT 10"
+)
+"""The statement's shape that the adapter sends above its threshold."""
+
+
+def _vector_text(row: np.ndarray) -> str:
+    return "[" + ",".join(map(str, row.tolist())) + "]"
