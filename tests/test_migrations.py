@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -168,6 +169,31 @@ def test_messages_and_chunks_of_older_versions_fill_the_columns_added_since(
         ("2024-05/plan b.pdf", "ch_01OLD", "msg_02UP"),
     ]
     assert store.rows("SELECT context FROM chunks") == [("garden notes > Soil > Compost",)]
+
+
+def test_chunks_and_vectors_of_older_versions_are_searchable_on_postgresql(
+    pg: pg_server.PgServer,
+) -> None:
+    """0009 gives PostgreSQL's older chunks their words and older vectors their pgvector
+    column, read from the float32 bytes the earlier versions stored (on SQLite it does
+    nothing, which the tests above cover)."""
+    store = Store(pg.new_database())
+    migrate.upgrade(store.url, "0008_keep_float_embedder")
+    store.fill()
+    document = ("doc_01", "agent_01OLD", "garden.md", "markdown", 10, None, 1, "c" * 64)
+    store.insert("documents", [(*document, STAMP, "owner", "ready", None)])
+    chunk = (1, "chk_01", "agent_01OLD", "doc_01", 0, "[]", None, 5, "Turn the compost", "Soil")
+    store.insert("chunks", [chunk])
+    vector = np.array([0.6, 0.8, 0.0], dtype=np.float32).tobytes()
+    store.insert(
+        "vectors", [("chk_01", "agent_01OLD", "chunk", None, "owner", "test/e", 3, vector)]
+    )
+    migrate.upgrade(store.url)
+    found = "SELECT id FROM chunks WHERE tsv @@ plainto_tsquery('english', %s)"
+    assert store.rows(found, ("composting soil",)) == [("chk_01",)]
+    assert store.rows("SELECT embedding::text FROM vectors") == [("[0.6,0.8,0]",)]
+    migrate.downgrade(store.url, "0008_keep_float_embedder")
+    assert store.rows("SELECT count(*) FROM vectors") == [(1,)]
 
 
 def _not_search_only(
