@@ -62,14 +62,17 @@ _PUT = text(
     "channel_id = excluded.channel_id, type = excluded.type, embedder = excluded.embedder, "
     "dim = excluded.dim, data = excluded.data, embedding = excluded.embedding"
 )
-_ADD_TEXT_SQL = "UPDATE chunks SET tsv = {tsv} WHERE agent_id = :agent AND document_id = :doc"
+_ADD_TEXT_SQL = "UPDATE chunks SET tsv = {tsv} WHERE agent_id = :agent AND document_id = ANY(:ids)"
 _ADD_TEXT = text(_ADD_TEXT_SQL.format(tsv=TSV))
-_REMOVE_TEXT = text("UPDATE chunks SET tsv = NULL WHERE agent_id = :agent AND id = :id")
+_REMOVE_TEXT = text("UPDATE chunks SET tsv = NULL WHERE agent_id = :agent AND id = ANY(:ids)")
 _DROP_TEXT = text("UPDATE chunks SET tsv = NULL WHERE agent_id = :agent AND tsv IS NOT NULL")
 _DROP_VECTORS = text("DELETE FROM vectors WHERE agent_id = :agent")
-_DELETE = text("DELETE FROM vectors WHERE agent_id = :agent AND kind = :kind AND item_id = :id")
+_DELETE = text(
+    "DELETE FROM vectors WHERE agent_id = :agent AND kind = :kind AND item_id = ANY(:ids)"
+)
 _RELABEL = text(
-    "UPDATE vectors SET type = :type WHERE agent_id = :agent AND kind = :kind AND item_id = :id"
+    "UPDATE vectors SET type = :type "
+    "WHERE agent_id = :agent AND kind = :kind AND item_id = ANY(:ids)"
 )
 _TEXT_SEARCH = (
     "SELECT c.id AS id, {score} AS score FROM chunks AS c {shared}"
@@ -130,21 +133,20 @@ class PostgresSearchIndex:
     async def relabel(
         self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str], type: str | None
     ) -> None:
-        params = [{"agent": agent_id, "kind": kind, "id": i, "type": type} for i in ids]
-        if params:
+        if ids:
+            params = {"agent": agent_id, "kind": kind, "ids": list(ids), "type": type}
             await tx.conn.execute(_RELABEL, params)
 
     async def add_text(self, tx: Tx, agent_id: str, document_ids: Sequence[str]) -> None:
-        params = [{"agent": agent_id, "doc": d} for d in document_ids]
-        if params:
-            await tx.conn.execute(_ADD_TEXT, params)
+        if document_ids:
+            await tx.conn.execute(_ADD_TEXT, {"agent": agent_id, "ids": list(document_ids)})
 
     async def delete(self, tx: Tx, agent_id: str, kind: Kind, ids: Sequence[str]) -> None:
         if not ids:
             return
         if kind == "chunk":
-            await tx.conn.execute(_REMOVE_TEXT, [{"agent": agent_id, "id": i} for i in ids])
-        await tx.conn.execute(_DELETE, [{"agent": agent_id, "kind": kind, "id": i} for i in ids])
+            await tx.conn.execute(_REMOVE_TEXT, {"agent": agent_id, "ids": list(ids)})
+        await tx.conn.execute(_DELETE, {"agent": agent_id, "kind": kind, "ids": list(ids)})
 
     async def drop_agent(self, tx: Tx, agent_id: str) -> None:
         await tx.conn.execute(_DROP_TEXT, {"agent": agent_id})
