@@ -3,11 +3,11 @@ for vectors. Nothing is cached in the process, so every node answers from the da
 
 Text: `chunks.tsv` (the 'english' configuration over context and content) is written by
 `add_text`, so that, as on SQLite, a chunk is found by its words only once its document is
-indexed. Each query word (the SQLite adapter's own words, stop words and all) becomes a
+indexed. Each query word (the SQLite adapter's query words, its stop words dropped) becomes a
 `plainto_tsquery` of its own, so user text is never tsquery syntax, and the words are ORed.
 PostgreSQL's ranking has no IDF, so the score is BM25-like: each word's `ts_rank` weighted by
 its IDF among the agent's own chunks, and, as on SQLite, words in half of those chunks or more
-are left out of scoring. Every statement is bound to one agent (`agent_id`), whose document
+are left out of scoring. Every statement is bound to one agent (`agent_id`), whose chunk
 counts alone weigh the words.
 
 Vectors: `vectors.embedding` is a `vector` of no fixed size (embedders differ), beside the
