@@ -40,6 +40,7 @@ from bench.quality.run import (
     ask_hybrid,
     check_variant,
     choose_variant,
+    database_url,
     rank_in_process,
     start_server,
     upload_corpus,
@@ -75,7 +76,7 @@ def collect(variant: str, fast: bool) -> tuple[list[Question], Rankings, float, 
                 ask_hybrid(api, agent_id, questions, rankings)
         finally:
             server.stop()
-        asyncio.run(rank_in_process(server.db_path, agent_id, questions, variant, rankings))
+        asyncio.run(rank_in_process(database_url(server), agent_id, questions, variant, rankings))
     return questions, rankings, ingest_seconds, len(files)
 
 

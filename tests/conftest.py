@@ -23,11 +23,6 @@ SHARED_ENV = {"PALAVER_TRUST_PROXY": "1"}
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "needs_text_search: ranks by full-text search, which PostgreSQL does not have yet "
-        "(skipped on the PostgreSQL pass; see docs/SCALING.md)",
-    )
-    config.addinivalue_line(
-        "markers",
         "sqlite_only: about SQLite itself, its file or its threads (skipped on PostgreSQL)",
     )
 
@@ -36,8 +31,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if storage() != "postgresql":
         return
     for item in items:
-        if item.get_closest_marker("needs_text_search") is not None:
-            item.add_marker(pytest.mark.skip(reason="no full-text index on PostgreSQL yet"))
         if item.get_closest_marker("sqlite_only") is not None:
             item.add_marker(pytest.mark.skip(reason="about SQLite itself"))
 

@@ -46,12 +46,16 @@ class PgServer:
             self._server: Any = pgserver.get_server(folder, cleanup_mode="delete")
         self.admin_url: str = self._server.get_uri()
 
-    def new_database(self, prefix: str = "t") -> str:
+    def new_database(self, prefix: str = "t", template: str | None = None) -> str:
         """A fresh, empty database with the `vector` extension, as a plain `postgresql://` URL
-        (the Unix-socket form pgserver prints)."""
+        (the Unix-socket form pgserver prints); or a copy of the database `template` names
+        (which nobody may be connected to), far quicker than migrating a new one."""
         name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template is not None:
+            create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            conn.execute(create)
         url: str = self._server.get_uri(name)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")

@@ -1,12 +1,13 @@
 """Run the quality set against Palaver: upload the corpus to a real `palaver serve` over HTTP,
 ask every question through `POST /api/rag/query` (hybrid), then rank text-only and
-vector-only in this process with the server's own index class on the same SQLite file.
+vector-only in this process with the server's own index class on the same database (the
+SQLite file, or the PostgreSQL database when the suite's PostgreSQL pass gave it one).
 
 The HTTP API has no switch for one method alone, and adding one only for a benchmark would
-widen the public contract. So once the server has stopped, `SqliteSearchIndex` opens its
-database, and `text_search` and `vector_search` (the two calls the server's hybrid search
-makes) rank each question; fusing those two lists the way the server does must give the
-ranking that the HTTP API returned, which `agreement` reports.
+widen the public contract. So once the server has stopped, the index `search_index` picks
+for its database opens it, and `text_search` and `vector_search` (the two calls the server's
+hybrid search makes) rank each question; fusing those two lists the way the server does must
+give the ranking that the HTTP API returned, which `agreement` reports.
 
 The embedder variant is the settings' local embedding model: `all-MiniLM-L6-v2` (float, on
 torch) or `all-MiniLM-L6-v2-int8` (int8 on ONNX Runtime, the `int8` extra), set on the server
@@ -17,13 +18,13 @@ really took effect.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
 from tests.support import Api, Server
 
 from bench.quality.corpus import Question
@@ -32,7 +33,7 @@ from palaver.knowledge.embed import INT8_MODEL, LOCAL_MODEL, make_embedder
 from palaver.knowledge.fusion import DEPTH as FUSION_DEPTH
 from palaver.knowledge.fusion import fuse
 from palaver.knowledge.index.base import Space
-from palaver.knowledge.index.sqlite import SqliteSearchIndex
+from palaver.knowledge.index.pick import search_index
 from palaver.settings import Settings
 from palaver.store.db import Database
 
@@ -120,56 +121,65 @@ def ask_hybrid(api: Api, agent_id: str, questions: Sequence[Question], rankings:
         rankings.hybrid_ids[question.id] = [r["chunkId"] for r in body["results"]]
 
 
-def _chunks(db_path: Path, agent_id: str) -> dict[str, Passage]:
-    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
-        rows = conn.execute(
-            "SELECT c.id, d.name, c.content FROM chunks c JOIN documents d ON d.id = c.document_id"
-            " WHERE c.agent_id = ?",
-            (agent_id,),
-        ).fetchall()
-    return {chunk_id: Passage(name, content) for chunk_id, name, content in rows}
+def database_url(server: Server) -> str:
+    """The stopped server's database, whichever kind it stored in."""
+    return server.database_url or f"sqlite+aiosqlite:///{server.db_path}"
 
 
-def _embedders(db_path: Path, agent_id: str) -> list[str]:
-    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
-        rows = conn.execute(
-            "SELECT DISTINCT embedder FROM vectors WHERE agent_id = ? AND kind = 'chunk'",
-            (agent_id,),
-        ).fetchall()
-    return sorted(row[0] for row in rows)
+async def _chunks(db: Database, agent_id: str) -> dict[str, Passage]:
+    async with db.read() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT c.id, d.name, c.content FROM chunks c "
+                "JOIN documents d ON d.id = c.document_id WHERE c.agent_id = :agent"
+            ),
+            {"agent": agent_id},
+        )
+        return {chunk_id: Passage(name, content) for chunk_id, name, content in rows}
+
+
+async def _embedders(db: Database, agent_id: str) -> list[str]:
+    async with db.read() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT DISTINCT embedder FROM vectors WHERE agent_id = :agent AND kind = 'chunk'"
+            ),
+            {"agent": agent_id},
+        )
+        return sorted(row[0] for row in rows)
 
 
 async def rank_in_process(
-    db_path: Path,
+    db_url: str,
     agent_id: str,
     questions: Sequence[Question],
     variant: str,
     rankings: Rankings,
 ) -> None:
     """Text-only and vector-only rankings from the stopped server's database."""
-    chunks = _chunks(db_path, agent_id)
-    rankings.corpus = list(chunks.values())
-    rankings.embedders = _embedders(db_path, agent_id)
-    embedder = make_embedder(Settings.model_validate(variant_settings(variant)))
-    vectors = [await embedder.embed_query(q.text) for q in questions]
-    space = Space(embedder.name, embedder.dim)
-    if rankings.embedders != [space.embedder]:
-        raise RuntimeError(
-            f"the vectors were made by {rankings.embedders}, this process embeds with "
-            f"{space.embedder}: the variant did not reach both sides"
-        )
-    db = Database(f"sqlite+aiosqlite:///{db_path}")
-    index = SqliteSearchIndex(db)
+    db = Database(db_url)
+    index = search_index(db)
     agreeing = 0
     try:
+        chunks = await _chunks(db, agent_id)
+        rankings.corpus = list(chunks.values())
+        rankings.embedders = await _embedders(db, agent_id)
+        embedder = make_embedder(Settings.model_validate(variant_settings(variant)))
+        vectors = [await embedder.embed_query(q.text) for q in questions]
+        space = Space(embedder.name, embedder.dim)
+        if rankings.embedders != [space.embedder]:
+            raise RuntimeError(
+                f"the vectors were made by {rankings.embedders}, this process embeds with "
+                f"{space.embedder}: the variant did not reach both sides"
+            )
         for question, vector in zip(questions, vectors, strict=True):
-            text = [h.id for h in await index.text_search(agent_id, question.text, FUSION_DEPTH)]
+            words = [h.id for h in await index.text_search(agent_id, question.text, FUSION_DEPTH)]
             hits = await index.vector_search(agent_id, "chunk", vector, space, FUSION_DEPTH)
             nearest = [h.id for h in hits]
             rankings.top_cosine[question.id] = hits[0].score if hits else 0.0
-            rankings.ranked["text"][question.id] = [chunks[i] for i in text[:DEPTH]]
+            rankings.ranked["text"][question.id] = [chunks[i] for i in words[:DEPTH]]
             rankings.ranked["vector"][question.id] = [chunks[i] for i in nearest[:DEPTH]]
-            fused = [f.id for f in fuse(text, nearest)][:DEPTH]
+            fused = [f.id for f in fuse(words, nearest)][:DEPTH]
             agreeing += fused == rankings.hybrid_ids.get(question.id)
     finally:
         await db.dispose()

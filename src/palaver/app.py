@@ -46,7 +46,7 @@ from palaver.bus.redis import RedisBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.knowledge.embed import CurrentEmbedder
-from palaver.knowledge.index.vector_only import search_index
+from palaver.knowledge.index.pick import search_index
 from palaver.knowledge.service import KnowledgeBase
 from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry

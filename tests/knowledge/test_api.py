@@ -8,6 +8,7 @@ The memory texts were measured against BASE with the model (see tests/test_memor
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -182,7 +183,6 @@ def test_a_pdf_is_indexed_with_its_page_numbers(owner: Api, agent: dict[str, Any
     assert (found[0]["documentId"], found[0]["documentName"]) == (document["id"], "orchard.pdf")
 
 
-@pytest.mark.needs_text_search
 def test_markdown_is_chunked_by_its_headings(owner: Api, agent: dict[str, Any]) -> None:
     document = uploaded(owner, agent["id"], "bikes.md", BIKE_GUIDE.encode())["document"]
     assert (document["kind"], document["pages"], document["chunks"]) == ("markdown", None, 3)
@@ -523,7 +523,6 @@ def test_an_unusable_embedding_setting_is_refused(
     assert owner.ok("GET", "/api/settings")["settings"] == before
 
 
-@pytest.mark.needs_text_search
 def test_an_embedding_change_leaves_vectors_stale_until_they_are_reindexed(
     fresh_server: Server,
 ) -> None:
@@ -566,6 +565,7 @@ def test_an_embedding_change_leaves_vectors_stale_until_they_are_reindexed(
         text=True,
         timeout=120,
         check=False,
+        env={**os.environ, **fresh_server.env},
     )
     assert run.returncode == 0, run.stderr
     assert f"[{'#' * 30}] {total}/{total}" in run.stderr

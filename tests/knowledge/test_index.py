@@ -1,9 +1,14 @@
-"""The SQLite SearchIndex: BM25 text search, exact cosine over a cached matrix kept in step
-with committed writes only, memory filters, stale vectors and agent removal."""
+"""The SearchIndex contract, run over both adapters (SQLite and PostgreSQL): BM25-ranked text
+search, exact cosine, writes seen once committed, memory and visibility filters, stale vectors,
+agent removal, and one agent's searches never touching another's rows. Tests of the SQLite
+adapter's own machinery (its cached matrices, FTS5 tables) run on SQLite alone."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -12,17 +17,52 @@ from sqlalchemy import delete, func, select, text
 from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
-from palaver.knowledge.index.base import Entry, IndexStatus, Kind, Space
+from palaver.knowledge.index.base import Entry, IndexStatus, Kind, SearchIndex, Space
 from palaver.knowledge.index.matrix import VectorMatrix
+from palaver.knowledge.index.postgres import PostgresSearchIndex
 from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms
+from palaver.store import migrate
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import agents
 from palaver.store.tables.knowledge import fts_table, vectors
-from tests.knowledge.helpers import AGENT, OTHER_AGENT
+from tests.knowledge.helpers import AGENT, OTHER_AGENT, add_agent, open_copy
+from tests.pg_server import PgServer
 
 SPACE = Space("test/random", 8)
 OTHER_SPACE = Space("test/other", 8)
+SQLITE_ONLY = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+"""For tests of the SQLite adapter's own machinery."""
+
+
+@pytest.fixture(scope="module")
+def pg_template(request: pytest.FixtureRequest) -> str:
+    """A migrated PostgreSQL database that each test copies: the schema as a real deployment
+    has it, migration 0009's search columns and indexes included."""
+    pg: PgServer = request.getfixturevalue("pg")
+    url = pg.new_database("index_template")
+    migrate.upgrade(url)
+    return urlsplit(url).path.lstrip("/")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db(
+    request: pytest.FixtureRequest, template_db: Path, tmp_path: Path
+) -> AsyncIterator[Database]:
+    if request.param == "sqlite":
+        database = await open_copy(template_db, tmp_path, AGENT, OTHER_AGENT)
+    else:
+        pg: PgServer = request.getfixturevalue("pg")
+        database = Database(pg.new_database(template=request.getfixturevalue("pg_template")))
+        for agent_id in (AGENT, OTHER_AGENT):
+            await add_agent(database, agent_id)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+def index(db: Database) -> SearchIndex:
+    return SqliteSearchIndex(db) if db.is_sqlite else PostgresSearchIndex(db)
 
 
 def unit(seed: int, dim: int = 8) -> np.ndarray:
@@ -35,7 +75,7 @@ def stack(*seeds: int) -> np.ndarray:
 
 
 async def put(
-    db: Database, index: SqliteSearchIndex, agent: str, entries: list[Entry], space: Space = SPACE
+    db: Database, index: SearchIndex, agent: str, entries: list[Entry], space: Space = SPACE
 ) -> None:
     async with db.write() as tx:
         seeds = [int(e.id.rsplit("_", 1)[-1]) for e in entries]
@@ -44,7 +84,7 @@ async def put(
 
 async def add_document(
     db: Database,
-    index: SqliteSearchIndex,
+    index: SearchIndex,
     agent: str,
     doc_id: str,
     texts: list[str],
@@ -61,9 +101,7 @@ async def add_document(
     return ids
 
 
-async def test_vector_search_is_exact_cosine_best_first(
-    db: Database, index: SqliteSearchIndex
-) -> None:
+async def test_vector_search_is_exact_cosine_best_first(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry(f"mem_{i}") for i in range(1, 30)])
     query = unit(7)
     hits = await index.vector_search(AGENT, "memory", query, SPACE, 5)
@@ -73,7 +111,7 @@ async def test_vector_search_is_exact_cosine_best_first(
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-async def test_searches_never_cross_agents(db: Database, index: SqliteSearchIndex) -> None:
+async def test_searches_never_cross_agents(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1")])
     await put(db, index, OTHER_AGENT, [Entry("mem_2")])
     await add_document(db, index, AGENT, "doc_a", ["zebras graze on the savanna"])
@@ -85,7 +123,7 @@ async def test_searches_never_cross_agents(db: Database, index: SqliteSearchInde
 
 
 async def test_the_matrix_changes_only_when_the_write_commits(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     await put(db, index, AGENT, [Entry("mem_1")])
     assert len(await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)) == 1
@@ -123,6 +161,7 @@ class SlowLoadIndex(SqliteSearchIndex):
         return matrix
 
 
+@SQLITE_ONLY
 async def test_a_write_committed_during_a_load_is_not_lost(db: Database) -> None:
     index = SlowLoadIndex(db)
     await put(db, index, AGENT, [Entry("mem_1")])
@@ -134,7 +173,7 @@ async def test_a_write_committed_during_a_load_is_not_lost(db: Database) -> None
     assert len(await index.vector_search(AGENT, "memory", unit(2), SPACE, 5)) == 2
 
 
-async def test_memory_filters_by_channel_and_type(db: Database, index: SqliteSearchIndex) -> None:
+async def test_memory_filters_by_channel_and_type(db: Database, index: SearchIndex) -> None:
     await put(
         db,
         index,
@@ -156,7 +195,7 @@ async def test_memory_filters_by_channel_and_type(db: Database, index: SqliteSea
     assert await index.vector_search(AGENT, "memory", unit(1), SPACE, 5, channel_id="ch_x") == []
 
 
-async def test_replacing_a_vector_moves_its_filters(db: Database, index: SqliteSearchIndex) -> None:
+async def test_replacing_a_vector_moves_its_filters(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1", "ch_a", "semantic")])
     await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
     await put(db, index, AGENT, [Entry("mem_1", "ch_b", "semantic")])
@@ -166,7 +205,7 @@ async def test_replacing_a_vector_moves_its_filters(db: Database, index: SqliteS
 
 
 async def test_text_search_ranks_by_bm25_and_reads_headings(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     await add_document(
         db,
@@ -191,9 +230,7 @@ async def test_text_search_ranks_by_bm25_and_reads_headings(
     "query",
     ['"unbalanced', "NEAR(a b)", "tea AND OR NOT", "col:tea", "te*", "()", "-tea", "^tea", "'"],
 )
-async def test_user_text_is_never_fts_syntax(
-    db: Database, index: SqliteSearchIndex, query: str
-) -> None:
+async def test_user_text_is_never_fts_syntax(db: Database, index: SearchIndex, query: str) -> None:
     await add_document(db, index, AGENT, "doc_a", ["tea and biscuits"])
     await index.text_search(AGENT, query, 5)
 
@@ -204,7 +241,7 @@ def test_query_terms_are_quoted_words_without_stop_words() -> None:
     assert query_terms("?!") == []
 
 
-async def test_deleting_vectors_and_chunks(db: Database, index: SqliteSearchIndex) -> None:
+async def test_deleting_vectors_and_chunks(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1"), Entry("mem_2")])
     await index.vector_search(AGENT, "memory", unit(1), SPACE, 5)
     async with db.write() as tx:
@@ -219,9 +256,7 @@ async def test_deleting_vectors_and_chunks(db: Database, index: SqliteSearchInde
     assert await index.text_search(AGENT, "walruses", 5) == []
 
 
-async def test_stale_vectors_are_reported_and_left_out(
-    db: Database, index: SqliteSearchIndex
-) -> None:
+async def test_stale_vectors_are_reported_and_left_out(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1"), Entry("mem_2")], space=OTHER_SPACE)
     await put(db, index, AGENT, [Entry("mem_3")])
     status = await index.status(AGENT, SPACE)
@@ -236,7 +271,7 @@ async def test_stale_vectors_are_reported_and_left_out(
 
 
 async def test_dropping_an_agent_removes_its_rows_and_matrices(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     await put(db, index, AGENT, [Entry("mem_1")])
     await add_document(db, index, AGENT, "doc_a", ["narwhals have tusks"])
@@ -248,6 +283,8 @@ async def test_dropping_an_agent_removes_its_rows_and_matrices(
     assert await index.text_search(AGENT, "narwhals", 5) == []
     async with db.read() as conn:
         assert (await conn.execute(select(func.count()).select_from(vectors))).scalar() == 0
+        if not db.is_sqlite:
+            return
         leftover = await conn.execute(
             text("SELECT name FROM sqlite_master WHERE name LIKE :table"),
             {"table": f"{fts_table(AGENT)}%"},
@@ -255,6 +292,7 @@ async def test_dropping_an_agent_removes_its_rows_and_matrices(
         assert leftover.all() == []
 
 
+@SQLITE_ONLY
 async def test_large_matrices_are_scanned_in_a_worker_thread_with_the_same_answer(
     db: Database,
 ) -> None:
@@ -281,7 +319,7 @@ def test_a_snapshot_survives_later_changes_to_its_matrix() -> None:
 
 
 async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     await add_document(
         db,
@@ -297,7 +335,7 @@ async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
 
 
 async def test_text_search_filters_visibility_before_its_limit(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     """Were the filter applied after the top 20, 25 private matches would crowd out the one
     shared document, and a guest channel would get nothing."""
@@ -315,7 +353,7 @@ async def test_text_search_filters_visibility_before_its_limit(
 
 
 async def test_vector_search_by_visibility_follows_a_relabel_of_the_loaded_matrix(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     ids = [f"chunk_v_{n}" for n in range(1, 6)]
     async with db.write() as tx:
@@ -335,7 +373,7 @@ async def test_vector_search_by_visibility_follows_a_relabel_of_the_loaded_matri
 
 
 async def test_one_agents_query_never_returns_or_scores_another_agents_chunks(
-    db: Database, index: SqliteSearchIndex
+    db: Database, index: SearchIndex
 ) -> None:
     """The other agent's many matching chunks change neither the results nor the BM25 scores
     (its document frequencies are not this agent's), and its rows are not in this agent's
@@ -349,12 +387,15 @@ async def test_one_agents_query_never_returns_or_scores_another_agents_chunks(
     after = await index.text_search(AGENT, "otters stones", 10)
     assert after == before
     assert {h.id for h in after} == {"chunk_doc_a_0", "chunk_doc_a_1"}
+    if not db.is_sqlite:
+        return
     async with db.read() as conn:
         table = fts_table(AGENT)
         rows = await conn.execute(text(f"SELECT count(*) FROM {table}_docsize"))
         assert rows.scalar() == 4
 
 
+@SQLITE_ONLY
 async def test_evicted_matrices_reload_with_the_same_answers(db: Database) -> None:
     """A bound that holds one agent's matrix: searching the other evicts it, and its next
     search reloads it from the database, writes made meanwhile included."""
@@ -373,6 +414,7 @@ async def test_evicted_matrices_reload_with_the_same_answers(db: Database) -> No
     assert [h.id for h in again] == ["mem_60"]
 
 
+@SQLITE_ONLY
 async def test_matrices_not_searched_for_a_while_are_evicted(db: Database) -> None:
     now = [0.0]
     index = SqliteSearchIndex(db, idle_seconds=60, clock=lambda: now[0])
@@ -388,3 +430,45 @@ async def test_matrices_not_searched_for_a_while_are_evicted(db: Database) -> No
     await index.vector_search(OTHER_AGENT, "memory", unit(30), SPACE, 1)
     assert index.cached_bytes() < both
     assert await index.vector_search(AGENT, "memory", unit(3), SPACE, 5) == first
+
+
+@pytest.mark.parametrize("db", ["postgresql"], indirect=True)
+async def test_an_agent_with_many_vectors_is_searched_through_hnsw_with_the_exact_answer(
+    db: Database,
+) -> None:
+    """Above the threshold the query takes the HNSW index of its dimension, which holds every
+    agent's vectors; the other agent's nearer ones never show, and too few of this agent's
+    among the candidates sends the search back to the exact scan."""
+    space = Space("test/random", 384)
+    exact, hnsw = PostgresSearchIndex(db), PostgresSearchIndex(db, exact_below=1)
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((60, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    async with db.write() as tx:
+        await exact.put(tx, AGENT, "chunk", [Entry(f"c_{i}") for i in range(30)], rows[:30], space)
+        others = [Entry(f"o_{i}") for i in range(30)]
+        await exact.put(tx, OTHER_AGENT, "chunk", others, rows[:30], space)
+    async with db.read() as conn:
+        plan = await conn.execute(text("EXPLAIN " + HNSW_PLAN), {"q": _vector_text(rows[0])})
+        assert "ix_vectors_hnsw_384" in str(plan.all())
+    for seed in range(5):
+        query = rows[seed] + 0.1 * rng.standard_normal(384).astype(np.float32)
+        query /= np.linalg.norm(query)
+        wanted = await exact.vector_search(AGENT, "chunk", query, space, 10)
+        found = await hnsw.vector_search(AGENT, "chunk", query, space, 10)
+        assert [h.id for h in found] == [h.id for h in wanted]
+        assert all(h.id.startswith("c_") for h in found)
+        assert [h.score for h in found] == pytest.approx([h.score for h in wanted], abs=1e-5)
+    assert len(await hnsw.vector_search(AGENT, "chunk", rows[0], space, 30)) == 30
+
+
+HNSW_PLAN = (
+    "SELECT item_id FROM vectors WHERE agent_id = 'agent_01KNOWLEDGE' AND kind = 'chunk' "
+    "AND embedder = 'test/random' AND dim = 384 "
+    "ORDER BY embedding::vector(384) <=> CAST(CAST(:q AS text) AS vector(384)) LIMIT 10"
+)
+"""The statement's shape that the adapter sends above its threshold."""
+
+
+def _vector_text(row: np.ndarray) -> str:
+    return "[" + ",".join(map(str, row.tolist())) + "]"

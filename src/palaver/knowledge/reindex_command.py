@@ -10,7 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from palaver.knowledge.embed import CurrentEmbedder
-from palaver.knowledge.index.vector_only import search_index
+from palaver.knowledge.index.pick import search_index
 from palaver.knowledge.reindex import Reembeddable, reindex_agent
 from palaver.knowledge.service import KnowledgeBase
 from palaver.memory import MemoryStore

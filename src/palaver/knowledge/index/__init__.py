@@ -1,4 +1,4 @@
-"""Search over agents' knowledge: the SearchIndex port and its adapters (sqlite; postgres later).
+"""Search over agents' knowledge: the SearchIndex port and its adapters (sqlite, postgres).
 
 Callers import the port from here; only `app.py` picks and builds an adapter.
 """

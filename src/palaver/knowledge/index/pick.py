@@ -1,0 +1,26 @@
+"""Which SearchIndex adapter serves a database: FTS5 and cached matrices on SQLite, tsvector
+and pgvector on PostgreSQL."""
+
+from __future__ import annotations
+
+from palaver.knowledge.index.base import SearchIndex
+from palaver.knowledge.index.postgres import PostgresSearchIndex
+from palaver.knowledge.index.sqlite import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_IDLE_SECONDS,
+    SqliteSearchIndex,
+)
+from palaver.store.db import Database
+
+
+def search_index(
+    db: Database,
+    *,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+) -> SearchIndex:
+    """The index for `db`; the cache bounds concern the SQLite adapter's matrices alone (the
+    PostgreSQL one keeps nothing in the process)."""
+    if db.is_sqlite:
+        return SqliteSearchIndex(db, cache_bytes=cache_bytes, idle_seconds=idle_seconds)
+    return PostgresSearchIndex(db)
