@@ -20,7 +20,7 @@ from palaver.knowledge.documents import Document
 from palaver.knowledge.index.base import Entry, IndexStatus, Kind, SearchIndex, Space
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.knowledge.index.postgres import PostgresSearchIndex
-from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms
+from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms, worth_scoring
 from palaver.store import migrate
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
@@ -472,3 +472,12 @@ HNSW_PLAN = (
 
 def _vector_text(row: np.ndarray) -> str:
     return "[" + ",".join(map(str, row.tolist())) + "]"
+
+
+def test_a_query_keeps_a_word_it_can_match_when_its_rare_words_match_nothing() -> None:
+    """Two chunks: every word found sits in half of them, the cut for words too common to
+    score; the query must still match by its rarest found word, not by none."""
+    assert worth_scoring({'"often"': 0, '"chain"': 1, '"oiled"': 1}, 2) == ['"often"', '"chain"']
+    assert worth_scoring({'"chain"': 3, '"oil"': 40, '"the"': 90}, 100) == ['"chain"', '"oil"']
+    assert worth_scoring({'"the"': 90, '"a"': 95}, 100) == ['"the"']
+    assert worth_scoring({'"zebra"': 0}, 100) == ['"zebra"']

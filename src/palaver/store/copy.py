@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, SAWarning
 
+from palaver.knowledge.index.postgres import fill_search_columns
 from palaver.store import migrate
 from palaver.store.checksum import TableSum
 from palaver.store.tables import metadata as declared
@@ -103,6 +104,8 @@ class Report:
     sqlite_only_columns: list[str]
     """`table.column` the source has and the target has not: not copied, and said so."""
     sequences: list[SequenceReset]
+    derived_vectors: int
+    """Vectors given their pgvector column from the copied bytes (`fill_search_columns`)."""
 
     @property
     def ok(self) -> bool:
@@ -153,6 +156,8 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
             progress.begin(rows)
             sums = _copy(reading, target, plan.tables, progress)
         sequences = _advance_sequences(target, plan.tables)
+        with target.begin() as conn:
+            derived = fill_search_columns(conn)
         progress.begin(rows)
         checks = _verify(target, plan.tables, sums, progress)
     finally:
@@ -166,6 +171,7 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
         postgresql_only_columns=plan.postgresql_only_columns,
         sqlite_only_columns=plan.sqlite_only_columns,
         sequences=sequences,
+        derived_vectors=derived,
     )
 
 

@@ -100,7 +100,11 @@ def _print_report(report: Report, data_dir: Path) -> None:
         print(f"Not copied, only in SQLite: {', '.join(left)}.")
     if report.postgresql_only or report.postgresql_only_columns:
         kept = [*report.postgresql_only, *report.postgresql_only_columns]
-        print(f"Only in PostgreSQL, left as its migrations made them: {', '.join(kept)}.")
+        print(f"Only in PostgreSQL, made by its migrations: {', '.join(kept)}.")
+    print(
+        "PostgreSQL's search columns (chunks.tsv, vectors.embedding) derived from the copied "
+        f"rows: {report.derived_vectors:,} vectors."
+    )
     for reset in report.sequences:
         print(f"Sequence: {reset.table}.{reset.column} continues at {reset.next_value:,}.")
     print(

@@ -30,7 +30,7 @@ import numpy as np
 from sqlalchemy import ColumnElement, Connection, and_, case, func, not_, select, text
 
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
-from palaver.knowledge.index.sqlite import query_terms
+from palaver.knowledge.index.sqlite import query_terms, worth_scoring
 from palaver.store.db import Database, Tx
 from palaver.store.tables.knowledge import vectors as vector_rows
 
@@ -270,6 +270,32 @@ def _nearest(conn: Connection, params: dict[str, Any], hnsw_dim: int | None) -> 
     return [Hit(row.item_id, 1.0 - float(row.distance)) for row in conn.execute(statement, params)]
 
 
+def fill_search_columns(conn: Connection) -> int:
+    """Derive `chunks.tsv` and `vectors.embedding` where they are empty, as migration 0009 does
+    for older rows: for a database whose rows were copied in without them (`palaver
+    migrate-db`). Returns the vectors filled."""
+    conn.execute(_FILL_TEXT)
+    filled = 0
+    while rows := conn.execute(_UNFILLED).all():
+        conn.execute(
+            _FILL_VECTOR,
+            [
+                {"item_id": item_id, "embedding": _literal(np.frombuffer(data, dtype=np.float32))}
+                for item_id, data in rows
+            ],
+        )
+        filled += len(rows)
+    return filled
+
+
+_FILL_TEXT = text(f"UPDATE chunks SET tsv = {TSV} WHERE tsv IS NULL")  # noqa: S608 (constants)
+_UNFILLED = text("SELECT item_id, data FROM vectors WHERE embedding IS NULL LIMIT 500")
+_FILL_VECTOR = text(
+    "UPDATE vectors SET embedding = CAST(CAST(:embedding AS text) AS vector) "
+    "WHERE item_id = :item_id"
+)
+
+
 def _literal(row: NDArray[np.float32]) -> str:
     """pgvector's text form; each float32 printed so that it reads back as itself."""
     return "[" + ",".join(map(str, row.tolist())) + "]"
@@ -311,7 +337,6 @@ def _weights(
             {"agent": agent_id, **{f"t{i}": w for i, w in enumerate(unknown)}},
         ).one()
         counts.docs.update({w: int(n) for w, n in zip(unknown, row, strict=True)})
-    half = (chunks + 1) // 2
     docs = {w: counts.docs[w] for w in words}
-    chosen = [w for w in words if docs[w] < half] or [min(words, key=docs.__getitem__)]
+    chosen = worth_scoring(docs, chunks)
     return {w: max(log(1 + (chunks - docs[w] + 0.5) / (docs[w] + 0.5)), 1e-6) for w in chosen}

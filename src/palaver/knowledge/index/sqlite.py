@@ -111,6 +111,20 @@ def query_terms(query: str) -> list[str]:
     return [f'"{w}"' for w in list(words)[:_MAX_TERMS]]
 
 
+def worth_scoring(rows: dict[str, int], chunks: int) -> list[str]:
+    """The terms (in query order) found in fewer than half of `chunks` rows. Should none of
+    those be found at all, the rarest term that is found joins them: a small agent's every
+    word may sit in half its chunks (one of two), and a query must still match by its words."""
+    half = (chunks + 1) // 2
+    chosen = [t for t in rows if rows[t] < half]
+    if not any(rows[t] for t in chosen):
+        found = [t for t in rows if rows[t]]
+        if found:
+            rarest = min(found, key=rows.__getitem__)
+            chosen = [t for t in rows if t in chosen or t == rarest]
+    return chosen or list(rows)[:1]
+
+
 def index_term(term: str) -> str:
     """A quoted query word as FTS5 indexes it: without diacritics, Porter-stemmed."""
     bare = unicodedata.normalize("NFKD", term.strip('"'))
@@ -463,7 +477,7 @@ def _informative(
     any other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would
     be scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
     is that common, the rarest is kept. A word the vocabulary does not hold as stemmed here
-    counts as rare, which costs time, never results."""
+    counts as rare, which costs time, never results (see `worth_scoring`)."""
     if len(terms) < 2:
         return terms
     chunks = (conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
@@ -479,9 +493,7 @@ def _informative(
         )
         counts.docs.update(dict.fromkeys(unknown, 0))
         counts.docs.update({term: int(count) for term, count in found})
-    half = (chunks + 1) // 2
-    rows = {t: counts.docs[stems[t]] for t in terms}
-    return [t for t in terms if rows[t] < half] or [min(terms, key=rows.__getitem__)]
+    return worth_scoring({t: counts.docs[stems[t]] for t in terms}, chunks)
 
 
 def _placeholders(prefix: str, values: Sequence[str]) -> str:
