@@ -140,17 +140,18 @@ async def post(
         messages.insert_row(conn, message)
         return message
 
-    if names_uploads(draft):
-        async with svc.db.write() as tx:
-            stored = await tx.conn.run_sync(store)
-            if isinstance(stored, Message):
-                await record_references(tx.conn, stored)
-    else:
-        stored = await svc.db.write_unit(store)
-    if isinstance(stored, str):
-        return stored, decision.headers()
-    _encode(svc, stored)
-    await svc.bus.publish(channel_topic(channel_id), message_event(stored))
+    async with svc.db.in_order(channel_id):
+        if names_uploads(draft):
+            async with svc.db.write() as tx:
+                stored = await tx.conn.run_sync(store)
+                if isinstance(stored, Message):
+                    await record_references(tx.conn, stored)
+        else:
+            stored = await svc.db.write_unit(store)
+        if isinstance(stored, str):
+            return stored, decision.headers()
+        _encode(svc, stored)
+        await svc.bus.publish(channel_topic(channel_id), message_event(stored))
     if hand_on:
         await _hand_on(svc, stored, channel)
     return stored.id, decision.headers()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -84,6 +85,9 @@ class Database:
         url = app_url(url)
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._in_order: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._units: _SqliteUnits | None = None
         if self.is_sqlite:
             self._writer = create_async_engine(url, pool_size=1, max_overflow=0)
@@ -157,6 +161,22 @@ class Database:
         return await asyncio.get_running_loop().run_in_executor(
             self._units.read_threads, self._units.read, unit
         )
+
+    @asynccontextmanager
+    async def in_order(self, key: str) -> AsyncIterator[None]:
+        """Writes under one `key` and what follows them (their events) one at a time in this
+        process. SQLite's group commit already answers them in commit order; on PostgreSQL
+        each write is its own round trip, and an earlier commit's answer may come back after a
+        later one's, so its event would go out second. Across nodes `commit_in_order` still
+        orders the commits."""
+        if self.is_sqlite:
+            yield
+            return
+        lock = self._in_order.get(key)
+        if lock is None:
+            lock = self._in_order[key] = asyncio.Lock()
+        async with lock:
+            yield
 
     async def write_unit(self, unit: Unit[T]) -> T:
         """Run `unit` in a write transaction; returns once its data is committed.
