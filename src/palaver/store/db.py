@@ -44,6 +44,8 @@ _RETRY_STATES = frozenset({"40001", "40P01"})
 """serialization_failure and deadlock_detected: the transaction may simply run again."""
 _ONE_WRITER = text("SELECT pg_advisory_xact_lock(7701, 0)")
 """The PostgreSQL lock `Database.write` transactions take; (7701, n) keys are this module's."""
+_ONE_RETRIER = text("SELECT pg_advisory_xact_lock(7701, 1)")
+"""Held by a write unit that runs again after losing a race, for the length of that run."""
 GROUP_COMMIT_MAX = 64
 """Write units sharing one transaction at most, so that one commit never waits on too many."""
 
@@ -101,6 +103,8 @@ class Database:
             )
             self._reader = self._writer
         self._write_lock = asyncio.Lock()
+        self._retry_lock = asyncio.Lock()
+        """One retrying unit per process waits on the cluster's retriers' lock at a time."""
         """Taken before a write transaction's connection, so that on PostgreSQL only one of
         this process's connections waits on the cluster's writer lock at a time, and a body
         that reads on another connection always finds one in the pool."""
@@ -197,20 +201,35 @@ class Database:
         """Run `unit` as if no other write ran at the same time, as SQLite's single writer
         does: PostgreSQL aborts a SERIALIZABLE transaction that raced another (two retries of
         a post checking the same idempotency key), and the unit runs again, seeing the
-        other's data. Units are written to be safe to run twice (see `_SqliteUnits.write`)."""
-        attempt = 1
+        other's data. Units are written to be safe to run twice (see `_SqliteUnits.write`).
+
+        A unit that lost once runs again only while it holds the retriers' lock, one at a time
+        across every node, taken on a connection of its own before its transaction starts (so
+        that its snapshot follows the previous holder's commit): many units racing for the same
+        rows would otherwise keep aborting each other until their attempts ran out."""
+        try:
+            return await self._run_serializable(unit)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) not in _RETRY_STATES:
+                raise
+        attempt = 2
         while True:
             try:
-                async with self._writer.connect() as conn:
-                    serial = await conn.execution_options(isolation_level="SERIALIZABLE")
-                    async with serial.begin():
-                        return await serial.run_sync(unit)
+                async with self._retry_lock, self._writer.begin() as lock_conn:
+                    await lock_conn.execute(_ONE_RETRIER)
+                    return await self._run_serializable(unit)
             except DBAPIError as exc:
                 lost_race = getattr(exc.orig, "sqlstate", None) in _RETRY_STATES
                 if not lost_race or attempt == SERIAL_ATTEMPTS:
                     raise
             await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))  # noqa: S311
             attempt += 1
+
+    async def _run_serializable(self, unit: Unit[T]) -> T:
+        async with self._writer.connect() as conn:
+            serial = await conn.execution_options(isolation_level="SERIALIZABLE")
+            async with serial.begin():
+                return await serial.run_sync(unit)
 
     async def _commit_pending(self) -> None:
         assert self._units is not None
