@@ -103,11 +103,11 @@ class Database:
             )
             self._reader = self._writer
         self._write_lock = asyncio.Lock()
-        self._retry_lock = asyncio.Lock()
-        """One retrying unit per process waits on the cluster's retriers' lock at a time."""
         """Taken before a write transaction's connection, so that on PostgreSQL only one of
         this process's connections waits on the cluster's writer lock at a time, and a body
         that reads on another connection always finds one in the pool."""
+        self._retry_lock = asyncio.Lock()
+        """One retrying unit per process waits on the cluster's retriers' lock at a time."""
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
         self.on_hop: Callable[[], None] | None = None
