@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from palaver import strict_json
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
-from palaver.bus.base import channel_topic
+from palaver.bus.base import CONTROL, channel_topic
 from palaver.domain import Agent, Channel, Message
 from palaver.ids import new_id
 from palaver.llm.base import (
@@ -361,6 +361,8 @@ class ReplyRunner:
             else:
                 # Judged dead while only slow: another node stored the reply as interrupted.
                 await messages_store.replace_message(tx.conn, stored)
+                replaced = {"type": "message_replaced", "messageId": reply.id}
+                tx.on_commit(lambda: self.svc.bus.publish(CONTROL, replaced))
                 log.warning("reply %s, taken over as interrupted, is replaced by its end", reply.id)
             tx.on_commit(lambda: self.svc.bus.publish(topic, {"type": "stream_end", "data": end}))
             tx.on_commit(_publisher(self.svc, topic, stored))
