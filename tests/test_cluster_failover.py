@@ -114,6 +114,7 @@ def test_kill_9_of_the_node_running_a_reply_and_the_survivor_takes_over_and_keep
         )["chain"]
         reply_id = _streamed(ws, first["id"], "Half an")
         time.sleep(2.6)  # the reply's checkpoint (every 2 s) holds "Half an"
+        # Due after the kill; the survivor heard of it before the doomed node answered.
         schedule_id = _schedule(on_doomed, clock, timed, datetime.now(UTC) + timedelta(seconds=6))
         on_doomed.close()
 
@@ -141,7 +142,7 @@ def test_kill_9_of_the_node_running_a_reply_and_the_survivor_takes_over_and_keep
             if m["metadata"].get("scheduleId") and m["agentId"] is None
         )
 
-    wait_until(lambda: prompts() == {schedule_id: 1}, timeout=30, what="the schedule firing")
+    wait_until(lambda: prompts() == {schedule_id: 1}, timeout=25, what="the schedule firing")
     time.sleep(1.5)
     assert prompts() == {schedule_id: 1}
     listed = {s["id"]: s for s in cluster.owner.ok("GET", "/api/schedules")["schedules"]}

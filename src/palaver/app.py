@@ -114,7 +114,7 @@ def build_services(config: Config) -> Services:
         ManageScheduleTool(
             db,
             svc.scheduler.clock,
-            svc.scheduler.wake,
+            svc.scheduler.wake_everywhere,
             lambda: settings.current.limits.guestSchedules,
         )
     )
@@ -213,7 +213,7 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
     if event.get("type") == "cancel_reply":
         svc.dispatcher.runner.cancel(event["messageId"])
     elif event.get("type") == "schedules_changed":
-        svc.scheduler.wake(here_only=True)
+        svc.scheduler.wake()
     elif event.get("type") == "settings_changed":
         task = asyncio.get_running_loop().create_task(svc.settings.reload())
         _background.add(task)

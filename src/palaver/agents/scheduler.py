@@ -32,10 +32,9 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -104,9 +103,8 @@ class Scheduler:
         """Recorded as `claimed_by` on each run this scheduler claims."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.tell_others: Callable[[], Coroutine[Any, Any, None]] | None = None
+        self.tell_others: Callable[[], Awaitable[None]] | None = None
         """Wakes the other nodes' schedulers (a control event), set when there are others."""
-        self._telling: set[asyncio.Task[None]] = set()
 
     async def tick(self) -> list[Run]:
         """Claim and fire every run due now; answers the runs this scheduler recorded."""
@@ -135,15 +133,16 @@ class Scheduler:
             log.info("start-up: %d scheduled runs fired, %d skipped", fired, len(runs) - fired)
         return runs
 
-    def wake(self, here_only: bool = False) -> None:
-        """Look again now: a schedule was created and may be due before the loop would look.
-        The other nodes look again too, since any of them may claim it (say if this node dies
-        before it is due)."""
+    def wake(self) -> None:
+        """Look again now: a schedule was created and may be due before the loop would look."""
         self._wake.set()
-        if self.tell_others is not None and not here_only:
-            task = asyncio.get_running_loop().create_task(self.tell_others())
-            self._telling.add(task)
-            task.add_done_callback(self._telling.discard)
+
+    async def wake_everywhere(self) -> None:
+        """Wake this scheduler and the other nodes' (they may claim the run, say if this node
+        dies before it is due); they have heard when this returns."""
+        self.wake()
+        if self.tell_others is not None:
+            await self.tell_others()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="scheduler")
