@@ -33,10 +33,9 @@ from palaver.store import nodes as nodes_store
 from palaver.store.chains import Chain, Step
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import channels, nodes, reply_drafts
-from tests.agents.conftest import provider_settings
+from tests.agents.test_recovery import _start_streaming
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.script import stall, text
 from tests.support import OWNER_KEY, Server, Ws, history
 
 DEAD = 60.0
@@ -309,35 +308,24 @@ def test_a_reply_taken_over_from_a_slow_node_is_replaced_by_its_end_when_that_no
     second): its reply, stored as interrupted by the other node, is replaced by the whole
     reply when it ends, and announced again."""
     openai, anthropic = fakes
-    fresh_server.start(PALAVER_NODE_HEARTBEAT_SECONDS="60", PALAVER_NODE_LEASE_SECONDS="120")
-    api = fresh_server.login()
-    api.ok("PUT", "/api/settings", json=provider_settings(openai, anthropic))
-    agent = api.ok("POST", "/api/agents", json={"name": "Slow", "model": "oai/m"})["agent"]
-    channel = api.ok(
-        "POST", "/api/channels", json={"name": "c", "type": "dm", "agentIds": [agent["id"]]}
-    )["channel"]
-    openai.enqueue(stall(text("Half", " an", " answer"), after=2))
+    fresh_server.env.update(PALAVER_NODE_HEARTBEAT_SECONDS="60", PALAVER_NODE_LEASE_SECONDS="120")
+    api, channel_id, reply_id = _start_streaming(fresh_server, openai, anthropic)
+    time.sleep(2.6)  # a checkpoint of "Half an"
+
+    url = fresh_server.database_url or f"sqlite:///{fresh_server.db_path}"
+    taken = asyncio.run(_take_over_as_another_node(url, tmp_path / "other"))
+    assert (taken.replies, len(taken.nodes)) == (1, 1)
+    interrupted = next(m for m in history(api, channel_id) if m["id"] == reply_id)
+    assert interrupted["content"] == "Half an"
+    assert interrupted["metadata"]["interrupted"] is True
+
     with Ws(fresh_server, api.token) as ws:
-        ws.subscribe(channel["id"])
-        api.ok("POST", "/api/messages", json={"channelId": channel["id"], "content": "go"})
-        reply_id = ws.expect("stream_start")["data"]["messageId"]
-        seen = ""
-        while seen != "Half an":
-            seen += ws.expect("stream_chunk")["data"]["content"]
-        time.sleep(2.6)  # a checkpoint of "Half an"
-
-        url = fresh_server.database_url or f"sqlite:///{fresh_server.db_path}"
-        taken = asyncio.run(_take_over_as_another_node(url, tmp_path / "other"))
-        assert (taken.replies, len(taken.nodes)) == (1, 1)
-        interrupted = next(m for m in history(api, channel["id"]) if m["id"] == reply_id)
-        assert interrupted["content"] == "Half an"
-        assert interrupted["metadata"]["interrupted"] is True
-
+        ws.subscribe(channel_id)
         openai.release()
         ws.expect("stream_end", messageId=reply_id)
         final = ws.expect("message", id=reply_id)["data"]
     assert final["content"] == "Half an answer"
-    stored = [m for m in history(api, channel["id"]) if m["id"] == reply_id]
+    stored = [m for m in history(api, channel_id) if m["id"] == reply_id]
     assert [m["content"] for m in stored] == ["Half an answer"]
     assert "interrupted" not in stored[0]["metadata"]
     api.close()
