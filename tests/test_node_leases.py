@@ -304,11 +304,10 @@ def fakes() -> Iterator[tuple[FakeOpenAI, FakeAnthropic]]:
 def test_a_reply_taken_over_from_a_slow_node_is_replaced_by_its_end_when_that_node_finishes(
     fresh_server: Server, fakes: tuple[FakeOpenAI, FakeAnthropic], tmp_path: Path
 ) -> None:
-    """The node was only slow (here: it beats once a minute, another node's lease is one
-    second): its reply, stored as interrupted by the other node, is replaced by the whole
-    reply when it ends, and announced again."""
+    """The node was only slow (here: it is alone, so it does not beat, and the other node's
+    lease is one second): its reply, stored as interrupted by the other node, is replaced by
+    the whole reply when it ends, and announced again."""
     openai, anthropic = fakes
-    fresh_server.env.update(PALAVER_NODE_HEARTBEAT_SECONDS="60", PALAVER_NODE_LEASE_SECONDS="120")
     api, channel_id, reply_id = _start_streaming(fresh_server, openai, anthropic)
     time.sleep(2.6)  # a checkpoint of "Half an"
 

@@ -1,10 +1,10 @@
 """This node's lease on its work: its row in the node registry, its heartbeat, and the sweeper
 that takes over the work of nodes that died.
 
-Every node beats every `node_heartbeat_seconds` and sweeps every `node_sweep_seconds`: in one
-transaction, the reply drafts and running chains whose node is dead (no heartbeat for
-`node_lease_seconds`) are stored as interrupted and paused, as a restart does, and the dead
-nodes' rows are removed. The design, timings and guarantees are in docs/SCALING.md.
+With several nodes (on Redis), each beats every `node_heartbeat_seconds` and sweeps every
+`node_sweep_seconds`: in one transaction, the reply drafts and running chains whose node is
+dead (no heartbeat for `node_lease_seconds`) are stored as interrupted and paused, as a
+restart does, and the dead nodes' rows are removed. The design, timings and guarantees are in docs/SCALING.md.
 """
 
 from __future__ import annotations
@@ -48,10 +48,13 @@ class NodeLease:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> Taken:
-        """Register, take over what the last stop left, then beat and sweep in the background."""
+        """Register, take over what the last stop left, then beat and sweep in the background;
+        alone, there is no one to beat for nor anyone's work to sweep."""
         async with self.svc.db.write() as tx:
             await nodes_store.register(tx.conn, self.svc.node_id, utcnow())
         taken = await self.take_over(at_start=True)
+        if self.alone:
+            return taken
         self._tasks = [
             asyncio.create_task(self._every(self.heartbeat, self._beat), name="node-heartbeat"),
             asyncio.create_task(self._every(self.sweep_every, self._sweep), name="node-sweeper"),
