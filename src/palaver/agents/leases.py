@@ -4,7 +4,8 @@ that takes over the work of nodes that died.
 With several nodes (on Redis), each beats every `node_heartbeat_seconds` and sweeps every
 `node_sweep_seconds`: in one transaction, the reply drafts and running chains whose node is
 dead (no heartbeat for `node_lease_seconds`) are stored as interrupted and paused, as a
-restart does, and the dead nodes' rows are removed. The design, timings and guarantees are in docs/SCALING.md.
+restart does, and the dead nodes' rows are removed. The design, timings and guarantees are
+in docs/SCALING.md.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ class NodeLease:
         return Taken(replies, paused, dead)
 
     async def _beat(self) -> None:
-        async with self.svc.db.write() as tx:
-            known = await nodes_store.beat(tx.conn, self.svc.node_id, utcnow())
+        me = self.svc.node_id
+        known = await self.svc.db.write_unit(lambda conn: nodes_store.beat(conn, me, utcnow()))
         if not known:
             log.warning(
                 "this node was judged dead (no heartbeat for %s s): its replies in flight were "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.store.tables.core import nodes
@@ -20,13 +20,17 @@ async def register(conn: AsyncConnection, node_id: str, now: datetime) -> None:
     await conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now))
 
 
-async def beat(conn: AsyncConnection, node_id: str, now: datetime) -> bool:
+def beat(conn: Connection, node_id: str, now: datetime) -> bool:
     """Refresh the node's heartbeat; answers False if its row was gone (it was judged dead
-    while only slow), in which case it is registered again."""
-    found = await conn.execute(update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now))
+    while only slow), in which case it is registered again.
+
+    A write unit (`Database.write_unit`): it needs no place in the order of the writes that
+    check, then write, so on PostgreSQL a beat never waits behind other nodes' writes for the
+    writer lock, and a long write cannot make live nodes look dead."""
+    found = conn.execute(update(nodes).where(nodes.c.id == node_id).values(heartbeat_at=now))
     if found.rowcount:
         return True
-    await register(conn, node_id, now)
+    conn.execute(insert(nodes).values(id=node_id, started_at=now, heartbeat_at=now))
     return False
 
 
