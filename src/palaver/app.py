@@ -15,7 +15,8 @@ from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
 from palaver.agents.context import ContextBuilder
-from palaver.agents.dispatch import Dispatcher, recover_interrupted
+from palaver.agents.dispatch import Dispatcher
+from palaver.agents.leases import NodeLease
 from palaver.agents.recall import KnowledgeSection, MemorySection, Rerankers
 from palaver.agents.runner import ReplyRunner
 from palaver.agents.scheduler import Scheduler, guest_budget, reply_to_schedules
@@ -107,11 +108,13 @@ def build_services(config: Config) -> Services:
     svc.on_user_message.append(svc.dispatcher.on_user_message)
     svc.tools.register(CallAgentTool(svc))
     svc.scheduler = Scheduler(db, reply_to_schedules(svc), admit=guest_budget(svc))
+    if config.redis_url:
+        svc.scheduler.tell_others = lambda: bus.publish(CONTROL, {"type": "schedules_changed"})
     svc.tools.register(
         ManageScheduleTool(
             db,
             svc.scheduler.clock,
-            svc.scheduler.wake,
+            svc.scheduler.wake_everywhere,
             lambda: settings.current.limits.guestSchedules,
         )
     )
@@ -135,15 +138,15 @@ def create_app(config: Config) -> FastAPI:
         await svc.settings.reload()
         await auth.prepare_owner(svc)
         svc.hosts.warn_if_open()
-        recovered = await recover_interrupted(svc)
-        paused = await svc.chains.recover()
+        lease = NodeLease(svc)
+        taken = await lease.start()
         failed = await knowledge.fail_interrupted(svc)
         if failed:
             log.info("marked %d documents failed whose indexing the last stop cut short", failed)
-        if paused:
-            log.info("paused %d chains that were running at the last stop", paused)
-        if recovered:
-            log.info("stored %d replies cut off by the last stop, marked interrupted", recovered)
+        if taken.chains:
+            log.info("paused %d chains that were running at the last stop", taken.chains)
+        if taken.replies:
+            log.info("stored %d replies cut off by the last stop as interrupted", taken.replies)
         svc.bus.listen(svc.caches.on_event)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
@@ -158,6 +161,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.scheduler.aclose()
             await svc.dispatcher.shutdown()
             await svc.chains.shutdown()
+            await lease.stop()
             await svc.providers.aclose()
             await svc.tools.aclose()
             await svc.knowledge.aclose()
@@ -208,6 +212,8 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
         return
     if event.get("type") == "cancel_reply":
         svc.dispatcher.runner.cancel(event["messageId"])
+    elif event.get("type") == "schedules_changed":
+        svc.scheduler.wake()
     elif event.get("type") == "settings_changed":
         task = asyncio.get_running_loop().create_task(svc.settings.reload())
         _background.add(task)

@@ -71,8 +71,10 @@ class EncodedMessages:
     """Messages as their JSON bytes, least recently used first out beyond `budget` bytes.
 
     A stored message never changes (it is only ever deleted with its channel, whose messages
-    are then never asked for again), so no event has to empty this cache. Read on the event
-    loop only; a unit of work on a database thread may test `in`, which is atomic."""
+    are then never asked for again), but for one rare case: a reply stored as interrupted by
+    another node, which its own node, judged dead while only slow, finishes after all
+    (`message_replaced`). Read on the event loop only; a unit of work on a database thread may
+    test `in`, which is atomic."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -95,6 +97,11 @@ class EncodedMessages:
         self.held += len(encoded)
         while self.held > self.budget:
             _, dropped = self._items.popitem(last=False)
+            self.held -= len(dropped)
+
+    def forget(self, message_id: str) -> None:
+        dropped = self._items.pop(message_id, None)
+        if dropped is not None:
             self.held -= len(dropped)
 
     def clear(self) -> None:
@@ -141,6 +148,8 @@ class Caches:
                 self.channels.forget_where(lambda c: not users.isdisjoint(c.member_ids))
         elif kind == "channel_access":
             self.channels.forget([event["channelId"]])
+        elif kind == "message_replaced":
+            self.messages.forget(event["messageId"])
         elif kind == "agent_deleted":
             agent_id = event["agentId"]
             self.channels.forget_where(lambda c: agent_id in c.agent_ids)

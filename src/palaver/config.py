@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from palaver.store.urls import app_url
@@ -39,9 +39,23 @@ class Config(BaseSettings):
     """Bound on the agents' vector matrices kept in memory; the least recently searched go
     first, and any not searched for `vector_idle_minutes` go anyway (reloaded on demand)."""
     vector_idle_minutes: float = Field(default=60.0, gt=0)
+    node_heartbeat_seconds: float = Field(default=5.0, gt=0)
+    """How often a node refreshes its row in the node registry."""
+    node_lease_seconds: float = Field(default=20.0, gt=0)
+    """A node whose heartbeat is older than this is dead: its replies in flight are stored as
+    interrupted and its running chains paused by another node (docs/SCALING.md)."""
+    node_sweep_seconds: float = Field(default=5.0, gt=0)
+    """How often a node looks for dead nodes' work."""
     log_level: str = "info"
     debug_hooks: bool = False
     """For the test suite: `/api/debug/*` counts database work and forgets the caches."""
+
+    @model_validator(mode="after")
+    def _lease_outlasts_beats(self) -> Config:
+        """A lease shorter than two beats would judge live nodes dead between beats."""
+        if self.node_lease_seconds < 2 * self.node_heartbeat_seconds:
+            raise ValueError("PALAVER_NODE_LEASE_SECONDS must be at least twice the heartbeat")
+        return self
 
     @field_validator("data_dir")
     @classmethod

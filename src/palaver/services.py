@@ -13,6 +13,7 @@ from palaver.bus.base import EventBus
 from palaver.caches import Caches
 from palaver.config import Config
 from palaver.domain import Channel, Message
+from palaver.ids import new_id
 from palaver.knowledge.embed import CurrentEmbedder
 from palaver.knowledge.index.base import SearchIndex
 from palaver.knowledge.service import KnowledgeBase
@@ -56,3 +57,6 @@ class Services:
     on_user_message: list[MessageHandler] = field(default_factory=list)
     """Called after a person's message is stored and broadcast: where agents pick it up."""
     caches: Caches = field(default_factory=Caches)
+    node_id: str = field(default_factory=lambda: new_id("node"))
+    """This process's id in the `nodes` registry; its reply drafts and running chains carry
+    it (their lease)."""

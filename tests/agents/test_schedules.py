@@ -83,7 +83,7 @@ class World:
         return db
 
     def tool(self) -> ManageScheduleTool:
-        return ManageScheduleTool(self.db, self.clock, lambda: None)
+        return ManageScheduleTool(self.db, self.clock, _nothing)
 
     async def call(self, agent: Agent | None = None, **args: Any) -> dict[str, Any]:
         who = agent or self.agent
@@ -126,6 +126,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("schedules") / "template.db"
     migrate.upgrade(f"sqlite+aiosqlite:///{path}", "0003_schedules")
     return path
+
+
+async def _nothing() -> None:
+    """The tool's wake-up call, with no scheduler loop to wake."""
 
 
 def _agent(name: str) -> Agent:

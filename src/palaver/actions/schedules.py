@@ -108,7 +108,7 @@ async def create(
             raise Conflict("The agent is not a member of that channel; add it first.")
         await _check_room(tx.conn, agent_id)
         await store.create(tx.conn, schedule)
-    svc.scheduler.wake()
+    await svc.scheduler.wake_everywhere()
     return described(schedule, None)
 
 
@@ -135,7 +135,7 @@ async def set_active(svc: Services, schedule_id: str, active: bool) -> dict[str,
         await store.set_active(tx.conn, schedule.id, schedule.active, schedule.next_run_at)
         runs = await store.last_runs(tx.conn, [schedule.id])
     if active:
-        svc.scheduler.wake()
+        await svc.scheduler.wake_everywhere()
     return described(schedule, runs.get(schedule.id))
 
 

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.agents.dispatch import Dispatcher
@@ -32,7 +33,9 @@ from palaver.store import chains as chains_store
 from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
 from palaver.store.chains import Chain, Step
+from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
+from palaver.store.tables.chains import chains as chains_table
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +77,26 @@ class ChainCoordinator:
             if chain.status != "paused":
                 raise Conflict(f"The chain is {chain.status}, not paused.")
             chain.status, chain.requested, chain.updated_at = "running", None, utcnow()
+            chain.node_id = self.svc.node_id
             await chains_store.save(tx.conn, chain, settle_request=True)
         self._drive(chain.id)
         return chain
 
-    async def recover(self) -> int:
-        """Chains cut off by the last stop wait, paused, for a person to resume them."""
-        async with self.svc.db.write() as tx:
-            return await chains_store.pause_running(tx.conn, utcnow())
+    async def pause_lost(self, tx: Tx, which: ColumnElement[bool] | None) -> int:
+        """Running chains whose node stopped or died (those `which` selects, all if None)
+        wait, paused, for a person to resume them; announced after the commit."""
+        paused = await chains_store.pause_running(tx.conn, utcnow(), which)
+        for chain in paused:
+            tx.on_commit(lambda c=chain: self._announce(c))  # type: ignore[misc]
+        return len(paused)
 
     async def shutdown(self) -> None:
+        """Stop driving; this node's running chains are paused, as a restart would."""
         for task in list(self._driving.values()):
             task.cancel()
         await asyncio.gather(*self._driving.values(), return_exceptions=True)
+        async with self.svc.db.write() as tx:
+            await self.pause_lost(tx, chains_table.c.node_id == self.svc.node_id)
 
     async def _request(self, chain_id: str, what: str) -> Chain:
         async with self.svc.db.write() as tx:
@@ -144,6 +154,7 @@ class ChainCoordinator:
             updated_at=now,
             handoffs=handoffs,
             steps=steps,
+            node_id=self.svc.node_id,
         )
         async with self.svc.db.write() as tx:
             await chains_store.save(tx.conn, chain, new=True)
@@ -204,7 +215,10 @@ class ChainCoordinator:
         chain.handoffs += await self._add_handoffs(chain, channel, reply)
         async with self.svc.db.read() as conn:
             fresh = await chains_store.get(conn, chain.id)
-        chain.requested = fresh.requested if fresh else None
+        if fresh is None or fresh.node_id != self.svc.node_id:
+            log.warning("chain %s was taken over while its step ran; left as it is", chain.id)
+            return False
+        chain.requested = fresh.requested
         if chain.requested == "cancel":
             return await self._finish(chain, "error", "cancelled")
         if chain.next_step is None:

@@ -11,6 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from sqlalchemy import ColumnElement
+
 from palaver.agents.mentions import mentioned
 from palaver.agents.runner import ReplyRequest, ReplyRunner
 from palaver.bus.base import channel_topic
@@ -18,6 +20,7 @@ from palaver.domain import Agent, Channel, Message
 from palaver.services import Services
 from palaver.store import agents as agents_store
 from palaver.store import messages as messages_store
+from palaver.store.db import Tx
 
 log = logging.getLogger(__name__)
 
@@ -112,17 +115,16 @@ class Dispatcher:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def recover_interrupted(svc: Services) -> int:
-    """Store the replies a crash cut off, from their last checkpoint, marked interrupted."""
-    async with svc.db.write() as tx:
-        drafts = await messages_store.drafts(tx.conn)
-        for draft in drafts:
-            draft.metadata["interrupted"] = True
-            await messages_store.insert_message(tx.conn, draft)
-            await messages_store.delete_draft(tx.conn, draft.id)
-            tx.on_commit(
-                lambda d=draft: svc.bus.publish(  # type: ignore[misc]
-                    channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}
-                )
+async def store_interrupted(svc: Services, tx: Tx, which: ColumnElement[bool] | None) -> int:
+    """Store the replies whose node stopped or died (the drafts `which` selects, all if None)
+    from their last checkpoint, marked interrupted; announced after the commit."""
+    drafts = await messages_store.take_drafts(tx.conn, which)
+    for draft in drafts:
+        draft.metadata["interrupted"] = True
+        await messages_store.insert_message(tx.conn, draft)
+        tx.on_commit(
+            lambda d=draft: svc.bus.publish(  # type: ignore[misc]
+                channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}
             )
+        )
     return len(drafts)

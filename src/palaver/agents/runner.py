@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from palaver import strict_json
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
-from palaver.bus.base import channel_topic
+from palaver.bus.base import CONTROL, channel_topic
 from palaver.domain import Agent, Channel, Message
 from palaver.ids import new_id
 from palaver.llm.base import (
@@ -137,7 +139,7 @@ class ReplyRunner:
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:
-                await messages_store.save_draft(tx.conn, reply, utcnow())
+                await messages_store.create_draft(tx.conn, reply, utcnow(), self.svc.node_id)
             start = {"messageId": reply.id, "channelId": req.channel.id, "agentId": req.agent.id}
             await self.svc.bus.publish(topic, {"type": "stream_start", "data": start})
             stream = ChunkStream(
@@ -327,7 +329,13 @@ class ReplyRunner:
 
     async def _checkpoint(self, reply: Message, text: str) -> None:
         async with self.svc.db.write() as tx:
-            await messages_store.save_draft(tx.conn, replace(reply, content=text), utcnow())
+            kept = await messages_store.checkpoint_draft(
+                tx.conn, replace(reply, content=text), utcnow(), self.svc.node_id
+            )
+        if not kept:
+            log.info(
+                "reply %s was taken over by another node; it goes on, stored at its end", reply.id
+            )
 
     async def _finish(
         self, req: ReplyRequest, reply: Message, text: str, tally: _Tally, ending: dict[str, Any]
@@ -346,13 +354,25 @@ class ReplyRunner:
             if ending.get(flag):
                 end[flag] = True
         async with self.svc.db.write() as tx:
-            await messages_store.insert_message(tx.conn, stored)
-            await messages_store.delete_draft(tx.conn, reply.id)
+            if await messages_store.delete_draft(tx.conn, reply.id) or not await _stored(
+                tx.conn, reply.id
+            ):
+                await messages_store.insert_message(tx.conn, stored)
+            else:
+                # Judged dead while only slow: another node stored the reply as interrupted.
+                await messages_store.replace_message(tx.conn, stored)
+                replaced = {"type": "message_replaced", "messageId": reply.id}
+                tx.on_commit(lambda: self.svc.bus.publish(CONTROL, replaced))
+                log.warning("reply %s, taken over as interrupted, is replaced by its end", reply.id)
             tx.on_commit(lambda: self.svc.bus.publish(topic, {"type": "stream_end", "data": end}))
             tx.on_commit(_publisher(self.svc, topic, stored))
         if "error" in ending:
             log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, ending["error"])
         return stored
+
+
+async def _stored(conn: AsyncConnection, message_id: str) -> bool:
+    return await conn.run_sync(messages_store.channel_of, message_id) is not None
 
 
 async def _close(deltas: AsyncIterator[Any]) -> None:

@@ -103,6 +103,8 @@ class Scheduler:
         """Recorded as `claimed_by` on each run this scheduler claims."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.tell_others: Callable[[], Awaitable[None]] | None = None
+        """Wakes the other nodes' schedulers (a control event), set when there are others."""
 
     async def tick(self) -> list[Run]:
         """Claim and fire every run due now; answers the runs this scheduler recorded."""
@@ -134,6 +136,13 @@ class Scheduler:
     def wake(self) -> None:
         """Look again now: a schedule was created and may be due before the loop would look."""
         self._wake.set()
+
+    async def wake_everywhere(self) -> None:
+        """Wake this scheduler and the other nodes' (they may claim the run, say if this node
+        dies before it is due); they have heard when this returns."""
+        self.wake()
+        if self.tell_others is not None:
+            await self.tell_others()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="scheduler")

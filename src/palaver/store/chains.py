@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
@@ -47,6 +47,8 @@ class Chain:
     """A pause or cancel asked for while a step runs; honoured when it ends."""
     handoffs: int = 0
     steps: list[Step] = field(default_factory=list)
+    node_id: str | None = None
+    """The node driving the chain while it runs (its lease)."""
 
     @property
     def next_step(self) -> Step | None:
@@ -101,6 +103,7 @@ async def _load(conn: AsyncConnection, rows: list[Any]) -> list[Chain]:
             requested=r.requested,
             handoffs=r.handoffs,
             steps=steps[r.id],
+            node_id=r.node_id,
         )
         for r in rows
     ]
@@ -137,6 +140,7 @@ async def save(
         "handoffs": chain.handoffs,
         "created_at": chain.created_at,
         "updated_at": chain.updated_at,
+        "node_id": chain.node_id if chain.status == "running" else None,
     }
     if new or settle_request:
         values["requested"] = None
@@ -165,19 +169,26 @@ async def request(conn: AsyncConnection, chain_id: str, what: str | None) -> Non
     await conn.execute(update(chains).where(chains.c.id == chain_id).values(requested=what))
 
 
-async def pause_running(conn: AsyncConnection, now: datetime) -> int:
-    """After a restart: chains that were running wait for a person to resume them."""
+async def pause_running(
+    conn: AsyncConnection, now: datetime, which: ColumnElement[bool] | None = None
+) -> list[Chain]:
+    """Running chains (those `which` selects, all if None) whose node stopped or died wait,
+    paused, for a person to resume them; answers them."""
+    query = select(chains.c.id).where(chains.c.status == "running")
+    if which is not None:
+        query = query.where(which)
+    ids = list((await conn.execute(query)).scalars())
+    if not ids:
+        return []
     await conn.execute(
         update(chain_steps)
-        .where(
-            chain_steps.c.status == "running",
-            chain_steps.c.chain_id.in_(select(chains.c.id).where(chains.c.status == "running")),
-        )
+        .where(chain_steps.c.status == "running", chain_steps.c.chain_id.in_(ids))
         .values(status="interrupted")
     )
-    result = await conn.execute(
+    await conn.execute(
         update(chains)
-        .where(chains.c.status == "running")
-        .values(status="paused", requested=None, updated_at=now)
+        .where(chains.c.id.in_(ids))
+        .values(status="paused", requested=None, node_id=None, updated_at=now)
     )
-    return result.rowcount
+    rows = await conn.execute(select(chains).where(chains.c.id.in_(ids)).order_by(chains.c.id))
+    return await _load(conn, list(rows))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
@@ -121,33 +121,54 @@ async def forget_idempotency_keys_before(conn: AsyncConnection, cutoff: datetime
     await conn.execute(delete(idempotency_keys).where(idempotency_keys.c.created_at < cutoff))
 
 
-async def save_draft(conn: AsyncConnection, message: Message, now: datetime) -> None:
-    """Create or refresh the checkpoint of a reply in flight, so a crash loses little."""
+async def create_draft(
+    conn: AsyncConnection, message: Message, now: datetime, node_id: str
+) -> None:
+    """The reply's first checkpoint, leased to the node that runs it."""
+    await conn.execute(
+        insert(reply_drafts).values(
+            message_id=message.id,
+            channel_id=message.channel_id,
+            agent_id=message.agent_id,
+            content=message.content,
+            metadata=message.metadata,
+            started_at=message.created_at or now,
+            updated_at=now,
+            node_id=node_id,
+        )
+    )
+
+
+async def checkpoint_draft(
+    conn: AsyncConnection, message: Message, now: datetime, node_id: str
+) -> bool:
+    """Refresh the checkpoint of a reply in flight, so a crash loses little; answers False if
+    the draft is no longer this node's (another node took it over as interrupted)."""
     found = await conn.execute(
         update(reply_drafts)
-        .where(reply_drafts.c.message_id == message.id)
+        .where(reply_drafts.c.message_id == message.id, reply_drafts.c.node_id == node_id)
         .values(content=message.content, metadata=message.metadata, updated_at=now)
     )
-    if found.rowcount == 0:
-        await conn.execute(
-            insert(reply_drafts).values(
-                message_id=message.id,
-                channel_id=message.channel_id,
-                agent_id=message.agent_id,
-                content=message.content,
-                metadata=message.metadata,
-                started_at=message.created_at or now,
-                updated_at=now,
-            )
-        )
+    return bool(found.rowcount)
 
 
-async def delete_draft(conn: AsyncConnection, message_id: str) -> None:
-    await conn.execute(delete(reply_drafts).where(reply_drafts.c.message_id == message_id))
+async def delete_draft(conn: AsyncConnection, message_id: str) -> bool:
+    """Answers whether there was a draft to delete."""
+    found = await conn.execute(delete(reply_drafts).where(reply_drafts.c.message_id == message_id))
+    return bool(found.rowcount)
 
 
-async def drafts(conn: AsyncConnection) -> list[Message]:
-    rows = await conn.execute(select(reply_drafts).order_by(reply_drafts.c.message_id))
+async def take_drafts(
+    conn: AsyncConnection, which: ColumnElement[bool] | None = None
+) -> list[Message]:
+    """Delete the drafts `which` selects (all if None) and answer them as messages."""
+    query = select(reply_drafts).order_by(reply_drafts.c.message_id)
+    if which is not None:
+        query = query.where(which)
+    rows = list(await conn.execute(query))
+    if rows:
+        ids = [r.message_id for r in rows]
+        await conn.execute(delete(reply_drafts).where(reply_drafts.c.message_id.in_(ids)))
     return [
         Message(
             id=r.message_id,
@@ -161,6 +182,17 @@ async def drafts(conn: AsyncConnection) -> list[Message]:
         )
         for r in rows
     ]
+
+
+async def replace_message(conn: AsyncConnection, message: Message) -> None:
+    """Overwrite a stored message's text and metadata (a reply stored as interrupted by
+    another node, finished after all by its own)."""
+    await conn.execute(
+        update(messages)
+        .where(messages.c.id == message.id)
+        .values(content=message.content, metadata=message.metadata)
+    )
+    await record_references(conn, message)
 
 
 async def draft_channel(conn: AsyncConnection, message_id: str) -> str | None:

@@ -12,7 +12,7 @@ room the owner's schedules need.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -72,7 +72,7 @@ class ManageScheduleTool:
         self,
         db: Database,
         clock: Callable[[], datetime],
-        on_created: Callable[[], None],
+        on_created: Callable[[], Awaitable[None]],
         guest_limit: Callable[[], int] = lambda: DEFAULT_GUEST_SCHEDULES,
     ) -> None:
         self.parameters = PARAMETERS
@@ -141,7 +141,7 @@ class ManageScheduleTool:
                     f"You already have {MAX_ACTIVE_PER_AGENT} active schedules; delete one first."
                 )
             await store.create(tx.conn, schedule)
-        self._on_created()
+        await self._on_created()
         return _answer({"created": schedule.as_json()})
 
     async def _delete(self, ctx: ToolContext, schedule_id: str | None) -> str:

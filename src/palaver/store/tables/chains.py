@@ -18,7 +18,10 @@ chains = Table(
     Column("handoffs", Integer, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # The node driving a running chain (its lease); null once it stops running.
+    Column("node_id", String(40), nullable=True),
     Index("ix_chains_channel_id", "channel_id"),
+    Index("ix_chains_node_id", "node_id"),
 )
 
 chain_steps = Table(

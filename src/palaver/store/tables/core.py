@@ -132,4 +132,15 @@ reply_drafts = Table(
     Column("metadata", JsonValue, nullable=False),
     Column("started_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # The node running the reply (its lease); null in drafts an older version wrote.
+    Column("node_id", String(40), nullable=True),
 )
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("heartbeat_at", UtcDateTime, nullable=False),
+)
+"""The nodes running now, each beating its `heartbeat_at`; see docs/SCALING.md."""

@@ -1,0 +1,124 @@
+"""This node's lease on its work: its row in the node registry, its heartbeat, and the sweeper
+that takes over the work of nodes that died.
+
+With several nodes (on Redis), each beats every `node_heartbeat_seconds` and sweeps every
+`node_sweep_seconds`: in one transaction, the reply drafts and running chains whose node is
+dead (no heartbeat for `node_lease_seconds`) are stored as interrupted and paused, as a
+restart does, and the dead nodes' rows are removed. The design, timings and guarantees are
+in docs/SCALING.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from palaver.agents.dispatch import store_interrupted
+from palaver.services import Services
+from palaver.store import nodes as nodes_store
+from palaver.store.tables.base import utcnow
+from palaver.store.tables.chains import chains
+from palaver.store.tables.core import reply_drafts
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What one take-over stored or paused."""
+
+    replies: int
+    chains: int
+    nodes: list[str]
+
+
+class NodeLease:
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+        config = svc.config
+        self.heartbeat = config.node_heartbeat_seconds
+        self.lease = timedelta(seconds=config.node_lease_seconds)
+        self.sweep_every = config.node_sweep_seconds
+        self.alone = not config.redis_url
+        """With the in-process bus there is one node: all work in flight at its start was the
+        previous process's."""
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> Taken:
+        """Register, take over what the last stop left, then beat and sweep in the background;
+        alone, there is no one to beat for nor anyone's work to sweep."""
+        async with self.svc.db.write() as tx:
+            await nodes_store.register(tx.conn, self.svc.node_id, utcnow())
+        taken = await self.take_over(at_start=True)
+        if self.alone:
+            return taken
+        self._tasks = [
+            asyncio.create_task(self._every(self.heartbeat, self._beat), name="node-heartbeat"),
+            asyncio.create_task(self._every(self.sweep_every, self._sweep), name="node-sweeper"),
+        ]
+        return taken
+
+    async def stop(self) -> None:
+        """After this node stored its own replies and paused its chains: leave the registry."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        async with self.svc.db.write() as tx:
+            await nodes_store.remove(tx.conn, self.svc.node_id)
+
+    async def take_over(self, at_start: bool = False) -> Taken:
+        """In one transaction, store the lost replies as interrupted, pause the lost chains
+        and remove the dead nodes. At a start, work that carries no node (an older version's)
+        counts as lost too; alone, all work in flight does."""
+        me, now = self.svc.node_id, utcnow()
+        cutoff = now - self.lease
+        everything = at_start and self.alone
+        async with self.svc.db.write() as tx:
+            drafts = None
+            running = None
+            if not everything:
+                drafts = nodes_store.lost(
+                    reply_drafts.c.node_id, reply_drafts.c.updated_at, me, cutoff, at_start
+                )
+                running = nodes_store.lost(
+                    chains.c.node_id, chains.c.updated_at, me, cutoff, at_start
+                )
+            replies = await store_interrupted(self.svc, tx, drafts)
+            paused = await self.svc.chains.pause_lost(tx, running)
+            dead = await nodes_store.remove_dead(tx.conn, me, None if everything else cutoff)
+        return Taken(replies, paused, dead)
+
+    async def _beat(self) -> None:
+        me = self.svc.node_id
+        known = await self.svc.db.write_unit(lambda conn: nodes_store.beat(conn, me, utcnow()))
+        if not known:
+            log.warning(
+                "this node was judged dead (no heartbeat for %s s): its replies in flight were "
+                "stored as interrupted elsewhere; registered again",
+                self.lease.total_seconds(),
+            )
+
+    async def _sweep(self) -> None:
+        taken = await self.take_over()
+        if taken.nodes or taken.replies or taken.chains:
+            log.warning(
+                "took over from dead nodes %s: %d replies stored as interrupted, %d chains paused",
+                ", ".join(taken.nodes) or "(gone)",
+                taken.replies,
+                taken.chains,
+            )
+
+    async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await work()
+            except Exception:
+                log.exception("%s failed; trying again in %g s", work.__name__, seconds)
