@@ -32,7 +32,8 @@ from palaver.store import migrate
 from palaver.store import nodes as nodes_store
 from palaver.store.chains import Chain, Step
 from palaver.store.tables.base import utcnow
-from palaver.store.tables.core import channels, nodes, reply_drafts
+from palaver.store.tables.core import agents, channels, nodes, reply_drafts
+from palaver.store.tables.knowledge import documents
 from tests.agents.test_recovery import _start_streaming
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
@@ -134,6 +135,30 @@ async def _chain(node: Node, owner: str | None, seconds_ago: float = 0) -> str:
     return chain.id
 
 
+async def _document(node: Node, owner: str | None, seconds_ago: float = 0) -> str:
+    """A document being indexed by `owner`, recorded `seconds_ago`."""
+    at = utcnow() - timedelta(seconds=seconds_ago)
+    document_id = new_id("doc")
+    async with node.svc.db.write() as tx:
+        found = await tx.conn.execute(select(agents.c.id).where(agents.c.id == "agent_x"))
+        if found.first() is None:
+            values = {"id": "agent_x", "name": "X", "name_key": "x", "avatar": "", "soul": ""}
+            values |= {"description": "", "model": "fake/m", "tools": []}
+            values |= {"auto_inject_memory": False, "created_at": at, "updated_at": at}
+            await tx.conn.execute(insert(agents).values(**values))
+        values = {"id": document_id, "agent_id": "agent_x", "name": document_id, "kind": "text"}
+        values |= {"bytes": 1, "chunks": 1, "content_hash": document_id, "created_at": at}
+        values |= {"status": "indexing", "node_id": owner}
+        await tx.conn.execute(insert(documents).values(**values))
+    return document_id
+
+
+async def _document_status(node: Node, document_id: str) -> str:
+    async with node.svc.db.read() as conn:
+        query = select(documents.c.status).where(documents.c.id == document_id)
+        return str((await conn.execute(query)).scalar_one())
+
+
 async def _node_ids(node: Node) -> set[str]:
     async with node.svc.db.read() as conn:
         return set((await conn.execute(select(nodes.c.id))).scalars())
@@ -207,7 +232,7 @@ async def test_the_sweeper_stores_a_dead_nodes_replies_as_interrupted_and_pauses
     assert [(c["chainId"], c["status"]) for c in node.published("collab_status")] == [
         (chain_id, "paused")
     ]
-    assert await node.lease.take_over() == type(taken)(0, 0, [])
+    assert await node.lease.take_over() == type(taken)(0, 0, 0, [])
 
 
 async def test_the_sweeper_never_takes_the_work_of_a_live_node_nor_its_own(node: Node) -> None:
@@ -336,3 +361,39 @@ async def _take_over_as_another_node(url: str, folder: Path) -> Any:
         return await NodeLease(svc).take_over()
     finally:
         await svc.db.dispose()
+
+
+async def test_a_dead_nodes_unfinished_indexing_fails_and_a_live_nodes_goes_on(
+    node: Node,
+) -> None:
+    await _register(node, node.id, LIVE)
+    await _register(node, "node_dead", DEAD)
+    await _register(node, "node_live", LIVE)
+    dead = await _document(node, "node_dead", seconds_ago=DEAD)
+    live = await _document(node, "node_live", seconds_ago=DEAD)
+    mine = await _document(node, node.id, seconds_ago=DEAD)
+
+    taken = await node.lease.take_over()
+
+    assert taken.documents == 1
+    assert await _document_status(node, dead) == "failed"
+    assert await _document_status(node, live) == "indexing"
+    assert await _document_status(node, mine) == "indexing"
+
+
+async def test_a_sweep_reads_before_it_writes_and_finds_nothing_in_a_quiet_cluster(
+    node: Node,
+) -> None:
+    await _register(node, node.id, LIVE)
+    await _register(node, "node_live", LIVE)
+    await _draft(node, "node_live", "streaming", seconds_ago=LIVE)
+    await _chain(node, "node_live", seconds_ago=LIVE)
+    await _document(node, "node_live", seconds_ago=LIVE)
+    assert await node.lease.anything_lost() is False
+
+    await _register(node, "node_dead", DEAD)
+    assert await node.lease.anything_lost() is True
+    await node.lease.take_over()
+    assert await node.lease.anything_lost() is False
+    await _document(node, "node_gone", seconds_ago=DEAD)
+    assert await node.lease.anything_lost() is True

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
-from palaver.actions import auth, knowledge
+from palaver.actions import auth
 from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
@@ -46,6 +46,7 @@ from palaver.bus.inproc import InProcessBus
 from palaver.bus.redis import RedisBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
+from palaver.ids import new_id
 from palaver.knowledge.embed import CurrentEmbedder
 from palaver.knowledge.index.pick import search_index
 from palaver.knowledge.service import KnowledgeBase
@@ -78,8 +79,10 @@ def build_services(config: Config) -> Services:
         cache_bytes=config.vector_cache_mb * 1024 * 1024,
         idle_seconds=config.vector_idle_minutes * 60,
     )
+    node_id = new_id("node")
     svc = Services(
         config=config,
+        node_id=node_id,
         db=db,
         bus=bus,
         hub=Hub(),
@@ -89,7 +92,7 @@ def build_services(config: Config) -> Services:
         tools=ToolRegistry(LazyMcpBridge(lambda: settings.current.mcpServers)),
         embedder=embedder,
         index=index,
-        knowledge=KnowledgeBase(db, index, embedder),
+        knowledge=KnowledgeBase(db, index, embedder, node_id),
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
     )
@@ -140,9 +143,8 @@ def create_app(config: Config) -> FastAPI:
         svc.hosts.warn_if_open()
         lease = NodeLease(svc)
         taken = await lease.start()
-        failed = await knowledge.fail_interrupted(svc)
-        if failed:
-            log.info("marked %d documents failed whose indexing the last stop cut short", failed)
+        if taken.documents:
+            log.info("marked %d documents failed whose indexing was cut short", taken.documents)
         if taken.chains:
             log.info("paused %d chains that were running at the last stop", taken.chains)
         if taken.replies:

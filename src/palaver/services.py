@@ -58,5 +58,5 @@ class Services:
     """Called after a person's message is stored and broadcast: where agents pick it up."""
     caches: Caches = field(default_factory=Caches)
     node_id: str = field(default_factory=lambda: new_id("node"))
-    """This process's id in the `nodes` registry; its reply drafts and running chains carry
-    it (their lease)."""
+    """This process's id in the `nodes` registry; its reply drafts, running chains and
+    documents being indexed carry it (their lease)."""

@@ -15,7 +15,6 @@ from palaver.actions import agents
 from palaver.api.multipart import UploadedFile
 from palaver.bus.base import user_topic
 from palaver.errors import Invalid
-from palaver.knowledge import documents as documents_repo
 from palaver.knowledge.documents import Document
 from palaver.knowledge.reindex import reindex_agent
 from palaver.knowledge.service import IngestResult, QueryResult
@@ -107,12 +106,6 @@ async def _publish(svc: Services, document: Document, done: int, status: str) ->
 def progress_of(document: Document) -> int | None:
     """Chunks embedded so far of a document being indexed in this process."""
     return _live.get(document.id)
-
-
-async def fail_interrupted(svc: Services) -> int:
-    """At start-up: ingests a stop cut short are `failed`, so none waits forever."""
-    async with svc.db.write() as tx:
-        return await documents_repo.fail_interrupted(tx.conn)
 
 
 async def query(svc: Services, agent_id: str, text: str, top_k: int) -> QueryResult:

@@ -2,8 +2,9 @@
 that takes over the work of nodes that died.
 
 With several nodes (on Redis), each beats every `node_heartbeat_seconds` and sweeps every
-`node_sweep_seconds`: in one transaction, the reply drafts and running chains whose node is
-dead (no heartbeat for `node_lease_seconds`) are stored as interrupted and paused, as a
+`node_sweep_seconds`: a read first, and only when it finds something lost, one transaction in
+which the reply drafts, running chains and documents being indexed whose node is dead (no
+heartbeat for `node_lease_seconds`) are stored as interrupted, paused and marked failed, as a
 restart does, and the dead nodes' rows are removed. The design, timings and guarantees are
 in docs/SCALING.md.
 """
@@ -15,14 +16,18 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_
 
 from palaver.agents.dispatch import store_interrupted
+from palaver.knowledge import documents as documents_store
 from palaver.services import Services
 from palaver.store import nodes as nodes_store
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.chains import chains
-from palaver.store.tables.core import reply_drafts
+from palaver.store.tables.core import nodes, reply_drafts
+from palaver.store.tables.knowledge import documents
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,7 @@ class Taken:
 
     replies: int
     chains: int
+    documents: int
     nodes: list[str]
 
 
@@ -74,26 +80,37 @@ class NodeLease:
             await nodes_store.remove(tx.conn, self.svc.node_id)
 
     async def take_over(self, at_start: bool = False) -> Taken:
-        """In one transaction, store the lost replies as interrupted, pause the lost chains
-        and remove the dead nodes. At a start, work that carries no node (an older version's)
-        counts as lost too; alone, all work in flight does."""
+        """In one transaction, store the lost replies as interrupted, pause the lost chains,
+        fail the lost documents' indexing and remove the dead nodes. At a start, work that
+        carries no node (an older version's) counts as lost too; alone, all work in flight
+        does."""
         me, now = self.svc.node_id, utcnow()
         cutoff = now - self.lease
         everything = at_start and self.alone
+        lost = _Lost(me, cutoff, unowned=at_start)
         async with self.svc.db.write() as tx:
-            drafts = None
-            running = None
-            if not everything:
-                drafts = nodes_store.lost(
-                    reply_drafts.c.node_id, reply_drafts.c.updated_at, me, cutoff, at_start
-                )
-                running = nodes_store.lost(
-                    chains.c.node_id, chains.c.updated_at, me, cutoff, at_start
-                )
-            replies = await store_interrupted(self.svc, tx, drafts)
-            paused = await self.svc.chains.pause_lost(tx, running)
+            replies = await store_interrupted(self.svc, tx, None if everything else lost.drafts)
+            paused = await self.svc.chains.pause_lost(tx, None if everything else lost.chains)
+            failed = await documents_store.fail_interrupted(
+                tx.conn, None if everything else lost.documents
+            )
             dead = await nodes_store.remove_dead(tx.conn, me, None if everything else cutoff)
-        return Taken(replies, paused, dead)
+        return Taken(replies, paused, failed, dead)
+
+    async def anything_lost(self) -> bool:
+        """Whether a sweep would find work to take or a dead node: one read, so that a quiet
+        cluster's sweeps never queue for the writer lock."""
+        lost = _Lost(self.svc.node_id, utcnow() - self.lease, unowned=False)
+        async with self.svc.db.read() as conn:
+            return await nodes_store.any_of(
+                conn,
+                [
+                    (reply_drafts, lost.drafts),
+                    (chains, lost.chains),
+                    (documents, and_(documents.c.status == "indexing", lost.documents)),
+                    (nodes, lost.dead_nodes),
+                ],
+            )
 
     async def _beat(self) -> None:
         me = self.svc.node_id
@@ -106,13 +123,17 @@ class NodeLease:
             )
 
     async def _sweep(self) -> None:
+        if not await self.anything_lost():
+            return
         taken = await self.take_over()
-        if taken.nodes or taken.replies or taken.chains:
+        if taken.nodes or taken.replies or taken.chains or taken.documents:
             log.warning(
-                "took over from dead nodes %s: %d replies stored as interrupted, %d chains paused",
+                "took over from dead nodes %s: %d replies stored as interrupted, %d chains "
+                "paused, %d documents' indexing failed",
                 ", ".join(taken.nodes) or "(gone)",
                 taken.replies,
                 taken.chains,
+                taken.documents,
             )
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
@@ -122,3 +143,17 @@ class NodeLease:
                 await work()
             except Exception:
                 log.exception("%s failed; trying again in %g s", work.__name__, seconds)
+
+
+class _Lost:
+    """Which rows of each kind of leased work are lost (see `nodes_store.lost`)."""
+
+    def __init__(self, me: str, cutoff: datetime, unowned: bool) -> None:
+        self.drafts = nodes_store.lost(
+            reply_drafts.c.node_id, reply_drafts.c.updated_at, me, cutoff, unowned
+        )
+        self.chains = nodes_store.lost(chains.c.node_id, chains.c.updated_at, me, cutoff, unowned)
+        self.documents = nodes_store.lost(
+            documents.c.node_id, documents.c.created_at, me, cutoff, unowned
+        )
+        self.dead_nodes = and_(nodes.c.heartbeat_at < cutoff, nodes.c.id != me)

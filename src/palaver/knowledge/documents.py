@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
@@ -139,8 +139,11 @@ async def insert_with_chunks(
     await insert_chunks(conn, document, parts)
 
 
-async def insert_record(conn: AsyncConnection, document: Document) -> None:
-    """The document without its chunks: what the list shows while they are embedded."""
+async def insert_record(
+    conn: AsyncConnection, document: Document, node_id: str | None = None
+) -> None:
+    """The document without its chunks: what the list shows while they are embedded by the
+    node `node_id`."""
     await conn.execute(
         insert(documents).values(
             id=document.id,
@@ -155,6 +158,7 @@ async def insert_record(conn: AsyncConnection, document: Document) -> None:
             visibility=document.visibility,
             status=document.status,
             error=document.error,
+            node_id=node_id,
         )
     )
 
@@ -242,11 +246,11 @@ async def set_status(
     )
 
 
-async def fail_interrupted(conn: AsyncConnection) -> int:
-    """Documents a stop left `indexing` never finish: say so, rather than spin forever."""
-    result = await conn.execute(
-        update(documents)
-        .where(documents.c.status == "indexing")
-        .values(status="failed", error=INTERRUPTED)
-    )
+async def fail_interrupted(conn: AsyncConnection, which: ColumnElement[bool] | None) -> int:
+    """Documents whose node stopped or died while they were `indexing` (those `which`
+    selects, all if None) never finish: say so, rather than spin forever."""
+    query = update(documents).where(documents.c.status == "indexing")
+    if which is not None:
+        query = query.where(which)
+    result = await conn.execute(query.values(status="failed", error=INTERRUPTED))
     return result.rowcount

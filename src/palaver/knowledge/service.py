@@ -125,9 +125,17 @@ def _sha256(data: bytes) -> str:
 
 
 class KnowledgeBase:
-    def __init__(self, db: Database, index: SearchIndex, embedder: Callable[[], Embedder]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        index: SearchIndex,
+        embedder: Callable[[], Embedder],
+        node_id: str | None = None,
+    ) -> None:
         """`embedder` returns the embedder the settings choose now, so a change of setting
-        takes effect without rebuilding the service."""
+        takes effect without rebuilding the service; `node_id` is recorded on each document
+        while this node indexes it (its lease)."""
+        self._node_id = node_id
         self._db = db
         self._index = index
         self._embedder = embedder
@@ -187,7 +195,7 @@ class KnowledgeBase:
                 return IngestResult(existing, duplicate=True)
             if existing is not None:
                 await repo.delete_document(tx.conn, existing.id)
-            await repo.insert_record(tx.conn, document)
+            await repo.insert_record(tx.conn, document, self._node_id)
         try:
             if progress is not None:
                 await progress(document, 0)

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.store.tables.core import nodes
@@ -68,3 +79,9 @@ def lost(
     if unowned:
         clauses.append(owner.is_(None))
     return or_(*clauses)
+
+
+async def any_of(conn: AsyncConnection, where: list[tuple[Table, ColumnElement[bool]]]) -> bool:
+    """Whether any table holds a row its condition selects, in one statement."""
+    found = select(or_(*(exists().select_from(table).where(cond) for table, cond in where)))
+    return bool((await conn.execute(found)).scalar_one())

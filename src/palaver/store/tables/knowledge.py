@@ -41,11 +41,13 @@ documents = Table(
     Column("visibility", String(8), nullable=False, server_default="owner"),
     Column("status", String(8), nullable=False, server_default="ready"),
     Column("error", Text, nullable=True),
+    Column("node_id", String(40), nullable=True),
     UniqueConstraint("agent_id", "content_hash", name="uq_documents_agent_id_content_hash"),
 )
 """`visibility` is `owner` (the default: only the owner's conversations may draw on it) or
 `members` (also channels with guests). `status` is `indexing` from the moment the parsed
-document is recorded until its chunks are embedded (`ready`), or `failed` with `error`."""
+document is recorded until its chunks are embedded (`ready`), or `failed` with `error`.
+`node_id` is the node embedding it (its lease: see docs/SCALING.md)."""
 
 chunks = Table(
     "chunks",

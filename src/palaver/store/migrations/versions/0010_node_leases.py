@@ -1,5 +1,6 @@
-"""Node leases: the `nodes` registry with heartbeats, and the node that runs each reply draft
-and running chain, so that a live node's work is never taken and a dead node's is.
+"""Node leases: the `nodes` registry with heartbeats, and the node that runs each reply draft,
+running chain and document being indexed, so that a live node's work is never taken and a
+dead node's is.
 
 Revision ID: 0010_node_leases
 Revises: 0009_postgres_search
@@ -28,9 +29,13 @@ def upgrade() -> None:
     with op.batch_alter_table("chains") as batch:
         batch.add_column(sa.Column("node_id", sa.String(40), nullable=True))
         batch.create_index("ix_chains_node_id", ["node_id"])
+    with op.batch_alter_table("documents") as batch:
+        batch.add_column(sa.Column("node_id", sa.String(40), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("documents") as batch:
+        batch.drop_column("node_id")
     with op.batch_alter_table("chains") as batch:
         batch.drop_index("ix_chains_node_id")
         batch.drop_column("node_id")
