@@ -472,7 +472,7 @@ class SqliteSearchIndex:
 
         def load(conn: Connection) -> VectorMatrix:
             matrix = VectorMatrix.sized(space, conn.execute(counted).scalar_one())
-            rows = conn.execution_options(yield_per=_LOAD_BATCH).execute(query)
+            rows = conn.execute(query.execution_options(yield_per=_LOAD_BATCH))
             for part in rows.partitions():
                 block = np.frombuffer(b"".join(row.data for row in part), dtype=np.float32)
                 matrix.extend(

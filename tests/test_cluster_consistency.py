@@ -1,0 +1,197 @@
+"""Two real `palaver serve` nodes on one database and one Redis: what one node changes, the
+other applies within a second, the memory write rule holds across both, and collaboration
+runs on either node and is seen live from the other.
+
+Most cases run on PostgreSQL (the cluster as deployed). Those that touch the search index run
+on a shared SQLite file too, whose nodes each keep vector matrices in memory and must be told
+of the other's writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.mcp_server import stdio_command
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import text, tool_call, tool_calls
+from tests.pg_server import PgServer
+from tests.redis_server import RedisServer
+from tests.support import Api, Guest, Server, Ws, new_agent, new_channel, post, unique
+
+IN_FORCE_WITHIN = 1.0
+"""Seconds: issue 14's bound for a change made on one node to hold on every node."""
+
+SAME_FACT = [
+    "The owner's favourite programming language is Python.",
+    "The owner's favourite programming language is Python!",
+    "the owner's favourite programming language is python.",
+    "The owner's favourite programming language is Python, they said.",
+    "The owner\u2019s favourite programming language is Python.",
+    "Remember: the owner's favourite programming language is Python.",
+    "The owner's favorite programming language is Python.",
+    "The owner's favourite programming language is Python (noted).",
+]
+"""Pairwise cosine 0.95 or more with the local model: any one of them makes the others
+duplicates (above the 0.85 threshold), whichever is stored first."""
+
+
+class Pair:
+    """Node A and node B, with the owner logged in on each."""
+
+    def __init__(self, folder: Path, database_url: str, redis_url: str) -> None:
+        env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
+        self.a = Server(folder / "data", env=env)
+        self.b = Server(folder / "data", env=env)
+        self.b.log_path = folder / "b-server.log"
+
+    def start(self) -> None:
+        self.a.start()
+        self.b.start()
+        self.owner_a = self.a.login()
+        self.owner_b = self.b.login()
+
+    def stop(self) -> None:
+        for owner in (getattr(self, "owner_a", None), getattr(self, "owner_b", None)):
+            if owner is not None:
+                owner.close()
+        self.a.stop()
+        self.b.stop()
+
+
+def _pair(folder: Path, database_url: str, redis_url: str) -> Iterator[Pair]:
+    pair = Pair(folder, database_url, redis_url)
+    try:
+        pair.start()
+        yield pair
+    finally:
+        pair.stop()
+
+
+@pytest.fixture(scope="module")
+def on_postgresql(
+    tmp_path_factory: pytest.TempPathFactory, pg: PgServer, redis_server: RedisServer
+) -> Iterator[Pair]:
+    folder = tmp_path_factory.mktemp("pg-pair")
+    yield from _pair(folder, pg.new_database("consistency"), redis_server.url())
+
+
+@pytest.fixture(scope="module")
+def on_sqlite(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
+) -> Iterator[Pair]:
+    folder = tmp_path_factory.mktemp("sqlite-pair")
+    yield from _pair(folder, f"sqlite:///{folder / 'data' / 'palaver.db'}", redis_server.url())
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def pair(request: pytest.FixtureRequest) -> Pair:
+    found: Pair = request.getfixturevalue(f"on_{request.param}")
+    return found
+
+
+def in_force(holds: Callable[[], bool], what: str) -> None:
+    """`holds` must become true within `IN_FORCE_WITHIN` seconds of now."""
+    deadline = time.monotonic() + IN_FORCE_WITHIN
+    while not holds():
+        assert time.monotonic() < deadline, f"{what}: not in force after {IN_FORCE_WITHIN} s"
+        time.sleep(0.02)
+
+
+# Locks.
+
+
+def test_near_identical_memories_written_at_once_through_both_nodes_are_stored_once(
+    pair: Pair,
+) -> None:
+    agent = new_agent(pair.owner_a)
+    path = f"/api/agents/{agent['id']}/memories"
+    owners = [pair.owner_a, pair.owner_b]
+    writes = [(owners[n % 2], SAME_FACT[n % len(SAME_FACT)]) for n in range(16)]
+    with ThreadPoolExecutor(len(writes)) as pool:
+        answers = list(pool.map(lambda w: w[0].ok("POST", path, json={"content": w[1]}), writes))
+    stored = pair.owner_b.ok("GET", path)["memories"]
+    assert len(stored) == 1, [m["content"] for m in stored]
+    assert sorted(a["action"] for a in answers) == ["inserted"] + ["skipped"] * 15
+    assert {a["memory"]["id"] for a in answers} == {stored[0]["id"]}
+
+
+# Caches.
+
+
+def memory_search(api: Api, agent_id: str, query: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = api.ok(
+        "GET", f"/api/agents/{agent_id}/memories", params={"q": query}
+    )["memories"]
+    return found
+
+
+def test_a_memory_written_edited_and_deleted_through_a_is_searched_accordingly_on_b(
+    pair: Pair,
+) -> None:
+    agent = new_agent(pair.owner_a)
+    path = f"/api/agents/{agent['id']}/memories"
+    pair.owner_a.ok("POST", path, json={"content": "The owner's cat is called Miso."})
+    # B searches first, so that a node keeping vectors in memory holds them from now on.
+    in_force(lambda: bool(memory_search(pair.owner_b, agent["id"], "cat")), "the first memory")
+    written = pair.owner_a.ok("POST", path, json={"content": "The team meets on Tuesdays."})
+    memory_id = written["memory"]["id"]
+
+    def top(query: str) -> dict[str, Any] | None:
+        found = memory_search(pair.owner_b, agent["id"], query)
+        return found[0] if found else None
+
+    def found_on_b(query: str, content: str) -> bool:
+        hit = top(query)
+        return hit is not None and hit["id"] == memory_id and hit["content"] == content
+
+    in_force(lambda: found_on_b("When does the team meet?", "The team meets on Tuesdays."), "write")
+    edited = "The owner's favourite food is ramen."
+    pair.owner_a.ok("PUT", f"{path}/{memory_id}", json={"content": edited})
+    in_force(lambda: found_on_b("What food does the owner like?", edited), "the edit")
+    hit = top("What food does the owner like?")
+    assert hit is not None and hit["similarity"] > 0.5, "B still ranks the old content's vector"
+    pair.owner_a.ok("DELETE", f"{path}/{memory_id}")
+    in_force(
+        lambda: all(m["id"] != memory_id for m in memory_search(pair.owner_b, agent["id"], "food")),
+        "the deletion",
+    )
+
+
+def test_a_document_uploaded_through_a_is_found_by_a_query_through_b(pair: Pair) -> None:
+    agent = new_agent(pair.owner_a)
+
+    def upload(name: str, content: str) -> str:
+        response = pair.owner_a.post(
+            "/api/rag/upload",
+            files={"file": (name, content.encode(), "text/plain")},
+            data={"agentId": agent["id"]},
+        )
+        assert response.status_code == 200, response.text
+        document_id: str = response.json()["document"]["id"]
+        return document_id
+
+    def query(text: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = pair.owner_b.ok(
+            "POST", "/api/rag/query", json={"agentId": agent["id"], "query": text, "topK": 3}
+        )["results"]
+        return found
+
+    upload("garden.txt", "The greenhouse tomatoes are watered every morning at seven.")
+    # B queries first, so that a node keeping vectors in memory holds them from now on.
+    in_force(lambda: bool(query("tomatoes watering")), "the first document")
+    document_id = upload(
+        "boat.txt", "The sailing boat is moored at the north harbour, berth twelve."
+    )
+    in_force(
+        lambda: any(
+            r["documentId"] == document_id and r["vectorRank"] is not None
+            for r in query("where is the boat kept")
+        ),
+        "the new document, found by its meaning",
+    )
