@@ -106,12 +106,21 @@ def in_force(holds: Callable[[], bool], what: str) -> None:
 # Locks.
 
 
+def memory_search(api: Api, agent_id: str, query: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = api.ok(
+        "GET", f"/api/agents/{agent_id}/memories", params={"q": query}
+    )["memories"]
+    return found
+
+
 def test_near_identical_memories_written_at_once_through_both_nodes_are_stored_once(
     pair: Pair,
 ) -> None:
     agent = new_agent(pair.owner_a)
     path = f"/api/agents/{agent['id']}/memories"
     owners = [pair.owner_a, pair.owner_b]
+    for owner in owners:  # Both nodes ready: the embedding model loaded, no vectors yet.
+        assert memory_search(owner, agent["id"], SAME_FACT[0]) == []
     writes = [(owners[n % 2], SAME_FACT[n % len(SAME_FACT)]) for n in range(16)]
     with ThreadPoolExecutor(len(writes)) as pool:
         answers = list(pool.map(lambda w: w[0].ok("POST", path, json={"content": w[1]}), writes))
@@ -122,13 +131,6 @@ def test_near_identical_memories_written_at_once_through_both_nodes_are_stored_o
 
 
 # Caches.
-
-
-def memory_search(api: Api, agent_id: str, query: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = api.ok(
-        "GET", f"/api/agents/{agent_id}/memories", params={"q": query}
-    )["memories"]
-    return found
 
 
 def test_a_memory_written_edited_and_deleted_through_a_is_searched_accordingly_on_b(
