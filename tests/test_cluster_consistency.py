@@ -178,9 +178,9 @@ def test_a_document_uploaded_through_a_is_found_by_a_query_through_b(pair: Pair)
         document_id: str = response.json()["document"]["id"]
         return document_id
 
-    def query(text: str) -> list[dict[str, Any]]:
+    def query(words: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = pair.owner_b.ok(
-            "POST", "/api/rag/query", json={"agentId": agent["id"], "query": text, "topK": 3}
+            "POST", "/api/rag/query", json={"agentId": agent["id"], "query": words, "topK": 3}
         )["results"]
         return found
 
@@ -197,3 +197,179 @@ def test_a_document_uploaded_through_a_is_found_by_a_query_through_b(pair: Pair)
         ),
         "the new document, found by its meaning",
     )
+
+
+# Agents, channels and settings changed on one node, in force on the other.
+
+
+@pytest.fixture(scope="module")
+def fake(on_postgresql: Pair) -> Iterator[FakeOpenAI]:
+    """A fake model server, a provider `oai` of both nodes."""
+    with FakeOpenAI() as server:
+        provider = {"type": "openai", "baseUrl": f"{server.url}/v1", "apiKey": "sk-test"}
+        on_postgresql.owner_a.ok("PUT", "/api/settings", json={"providers": {"oai": provider}})
+        in_force(lambda: "oai" in settings(on_postgresql.owner_b)["providers"], "the provider")
+        yield server
+
+
+@pytest.fixture
+def model(fake: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    fake.reset()
+    yield fake
+    fake.release()
+
+
+def settings(api: Api) -> dict[str, Any]:
+    found: dict[str, Any] = api.ok("GET", "/api/settings")["settings"]
+    return found
+
+
+def test_an_agent_edited_through_a_answers_on_b_with_its_new_name_soul_model_and_tools(
+    on_postgresql: Pair, model: FakeOpenAI
+) -> None:
+    pair = on_postgresql
+    agent = new_agent(pair.owner_a, model="oai/gpt-fake", soul="You answer plainly.")
+    channel = new_channel(pair.owner_a, agent_ids=[agent["id"]])
+    name = unique("Renamed")
+    change = {
+        "name": name,
+        "soul": "You answer like a lighthouse keeper.",
+        "model": "oai/gpt-fake-mini",
+        "tools": ["memory_search"],
+    }
+    pair.owner_a.ok("PUT", f"/api/agents/{agent['id']}", json=change)
+    model.enqueue(text("Ahoy."))
+    with Ws(pair.b, pair.owner_b.token) as ws:
+        ws.subscribe(channel["id"])
+        post(pair.owner_b, channel["id"], f"@{name} hello")
+        ws.expect("message", agentId=agent["id"], content="Ahoy.")
+    asked = model.model_requests[-1].body
+    assert asked["model"] == "gpt-fake-mini"
+    system = asked["messages"][0]["content"]
+    assert system.startswith(f"You are {name}.")
+    assert "You answer like a lighthouse keeper." in system
+    assert [t["function"]["name"] for t in asked["tools"]] == ["memory_search"]
+
+
+def test_an_agent_deleted_through_a_is_gone_on_b(on_postgresql: Pair) -> None:
+    pair = on_postgresql
+    agent = new_agent(pair.owner_a)
+    channel = new_channel(pair.owner_a, agent_ids=[agent["id"]])
+
+    def agents_on_b() -> list[str]:
+        found: list[str] = pair.owner_b.ok("GET", f"/api/channels/{channel['id']}")["channel"][
+            "agentIds"
+        ]
+        return found
+
+    assert agents_on_b() == [agent["id"]]  # B now holds the channel in its cache
+    pair.owner_a.ok("DELETE", f"/api/agents/{agent['id']}")
+    in_force(lambda: agents_on_b() == [], "the channel without the agent")
+    assert pair.owner_b.get(f"/api/agents/{agent['id']}").status_code == 404
+
+
+def test_a_guest_removed_from_a_channel_through_a_loses_access_on_b(on_postgresql: Pair) -> None:
+    pair = on_postgresql
+    with Guest(pair.b, pair.owner_a) as guest:
+        channel = new_channel(pair.owner_a, member_ids=[guest.id])
+        path = f"/api/messages?channelId={channel['id']}"
+        assert guest.api.get(path).status_code == 200  # B now holds the channel in its cache
+        with Ws(pair.b, guest.api.token) as guest_ws, Ws(pair.b, pair.owner_b.token) as owner_ws:
+            guest_ws.subscribe(channel["id"])
+            owner_ws.subscribe(channel["id"])
+            pair.owner_a.ok("PUT", f"/api/channels/{channel['id']}", json={"memberIds": []})
+            in_force(lambda: guest.api.get(path).status_code != 200, "the guest's refusal")
+            refused = guest.api.get(path)
+            assert refused.status_code in (403, 404) and refused.json()["error"]
+            sent = post(pair.owner_a, channel["id"], "members only from now on")
+            owner_ws.expect("message", id=sent)
+            guest_ws.send({"type": "ping"})
+            guest_ws.expect("pong")
+            assert all(e["type"] != "message" for e in guest_ws.seen)
+
+
+def test_an_mcp_server_added_and_removed_through_a_is_in_bs_tool_list(on_postgresql: Pair) -> None:
+    pair = on_postgresql
+    command, args = stdio_command()
+    server = unique("fake")
+
+    def tools_on_b() -> list[str]:
+        return [t["name"] for t in pair.owner_b.ok("GET", "/api/tools")["tools"]]
+
+    added = {"mcpServers": {server: {"command": command, "args": args}}}
+    pair.owner_a.ok("PUT", "/api/settings", json=added)
+    in_force(lambda: server in pair.owner_b.ok("GET", "/api/tools")["mcpServers"], "the server")
+    assert f"mcp:{server}:add" in tools_on_b()
+    pair.owner_a.ok("PUT", "/api/settings", json={"mcpServers": {server: None}})
+    in_force(lambda: not any(n.startswith(f"mcp:{server}:") for n in tools_on_b()), "removal")
+
+
+# Collaboration runs on one node and is seen live on the other.
+
+
+def test_a_chain_started_through_b_reports_and_streams_to_a_socket_on_a_which_can_join_mid_reply(
+    on_postgresql: Pair, model: FakeOpenAI
+) -> None:
+    pair = on_postgresql
+    first = new_agent(pair.owner_a, model="oai/gpt-fake")
+    second = new_agent(pair.owner_a, model="oai/gpt-fake")
+    channel = new_channel(pair.owner_a, agent_ids=[first["id"], second["id"]])
+    pieces = ("One", " step", " at", " a", " time", " here.")
+    model.enqueue(text("First step."), text(*pieces, delay=0.15))
+    with Ws(pair.a, pair.owner_a.token) as ws:
+        ws.subscribe(channel["id"])
+        body = {
+            "channelId": channel["id"],
+            "agentIds": [first["id"], second["id"]],
+            "content": "go",
+        }
+        chain = pair.owner_b.ok("POST", "/api/chains", json=body)["chain"]
+        start = ws.expect("stream_start", 20, agentId=second["id"])
+        ws.expect("stream_chunk", 20, messageId=start["data"]["messageId"])
+        with Ws(pair.a, pair.owner_a.token) as late:
+            late.subscribe(channel["id"])
+            late_start = late.expect("stream_start", messageId=start["data"]["messageId"])
+            late.expect("stream_end", 20, messageId=start["data"]["messageId"])
+        ws.expect("collab_status", 20, status="completed")
+    statuses = [
+        (e["data"]["status"], e["data"]["step"], e["data"]["currentAgent"])
+        for e in ws.seen
+        if e["type"] == "collab_status" and e["data"]["chainId"] == chain["id"]
+    ]
+    assert statuses == [
+        ("running", 1, first["id"]),
+        ("running", 2, second["id"]),
+        ("completed", 2, second["id"]),
+    ]
+    joined = "".join(
+        e["data"]["content"]
+        for e in late.seen
+        if e["type"] == "stream_chunk" and e["data"]["messageId"] == late_start["data"]["messageId"]
+    )
+    assert joined == "".join(pieces), "the late socket got the reply so far, then the rest"
+    reply = next(
+        e for e in ws.seen if e["type"] == "message" and e["data"]["agentId"] == second["id"]
+    )
+    assert reply["data"]["content"] == "".join(pieces)
+
+
+def test_a_call_agent_started_through_b_streams_both_replies_to_a_socket_on_a(
+    on_postgresql: Pair, model: FakeOpenAI
+) -> None:
+    pair = on_postgresql
+    asker = new_agent(pair.owner_a, model="oai/gpt-fake", tools=["call_agent"])
+    expert = new_agent(pair.owner_a, model="oai/gpt-fake")
+    channel = new_channel(pair.owner_a, agent_ids=[asker["id"], expert["id"]])
+    model.enqueue(
+        tool_calls(tool_call("call_agent", {"agent": expert["name"], "message": "6x7?"})),
+        text("Forty", "-two.", delay=0.05),
+        text("The expert says forty-two."),
+    )
+    with Ws(pair.a, pair.owner_a.token) as ws:
+        ws.subscribe(channel["id"])
+        post(pair.owner_b, channel["id"], f"@{asker['name']} ask the expert")
+        expert_start = ws.expect("stream_start", 20, agentId=expert["id"])
+        expert_reply = ws.expect("message", 20, id=expert_start["data"]["messageId"])
+        ws.expect("message", 20, agentId=asker["id"], content="The expert says forty-two.")
+    assert expert_reply["data"]["content"] == "Forty-two."
+    assert any(e["type"] == "tool_result" for e in ws.seen)
