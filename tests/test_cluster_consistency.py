@@ -22,7 +22,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text, tool_call, tool_calls
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
-from tests.support import Api, Guest, Server, Ws, new_agent, new_channel, post, unique
+from tests.support import Api, Guest, Ws, new_agent, new_channel, post, unique
+from tests.test_redis_nodes import Nodes
 
 IN_FORCE_WITHIN = 1.0
 """Seconds: issue 14's bound for a change made on one node to hold on every node."""
@@ -41,27 +42,13 @@ SAME_FACT = [
 duplicates (above the 0.85 threshold), whichever is stored first."""
 
 
-class Pair:
-    """Node A and node B, with the owner logged in on each."""
+class Pair(Nodes):
+    """Node A and node B, with the owner logged in on each, on the database given."""
 
     def __init__(self, folder: Path, database_url: str, redis_url: str) -> None:
-        env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
-        self.a = Server(folder / "data", env=env)
-        self.b = Server(folder / "data", env=env)
-        self.b.log_path = folder / "b-server.log"
-
-    def start(self) -> None:
-        self.a.start()
-        self.b.start()
-        self.owner_a = self.a.login()
-        self.owner_b = self.b.login()
-
-    def stop(self) -> None:
-        for owner in (getattr(self, "owner_a", None), getattr(self, "owner_b", None)):
-            if owner is not None:
-                owner.close()
-        self.a.stop()
-        self.b.stop()
+        super().__init__(folder, redis_url)
+        for node in (self.a, self.b):
+            node.env["DATABASE_URL"] = node.database_url = database_url
 
 
 def _pair(folder: Path, database_url: str, redis_url: str) -> Iterator[Pair]:
