@@ -294,6 +294,17 @@ def test_an_mcp_server_added_and_removed_through_a_is_in_bs_tool_list(on_postgre
 # Collaboration runs on one node and is seen live on the other.
 
 
+def completed(event: dict[str, Any]) -> bool:
+    return event["type"] == "collab_status" and event["data"]["status"] == "completed"
+
+
+def read_until(ws: Ws, wanted: Callable[[dict[str, Any]], bool], timeout: float = 20) -> None:
+    """Read events until one that `wanted` accepts has been seen, whether already or now."""
+    deadline = time.monotonic() + timeout
+    while not any(wanted(e) for e in ws.seen):
+        ws.recv(deadline - time.monotonic())
+
+
 def test_a_chain_started_through_b_reports_and_streams_to_a_socket_on_a_which_can_join_mid_reply(
     on_postgresql: Pair, model: FakeOpenAI
 ) -> None:
@@ -317,7 +328,8 @@ def test_a_chain_started_through_b_reports_and_streams_to_a_socket_on_a_which_ca
             late.subscribe(channel["id"])
             late_start = late.expect("stream_start", messageId=start["data"]["messageId"])
             late.expect("stream_end", 20, messageId=start["data"]["messageId"])
-        ws.expect("collab_status", 20, status="completed")
+        read_until(ws, completed)
+        read_until(ws, lambda e: e["type"] == "message" and e["data"]["agentId"] == second["id"])
     statuses = [
         (e["data"]["status"], e["data"]["step"], e["data"]["currentAgent"])
         for e in ws.seen
@@ -338,6 +350,26 @@ def test_a_chain_started_through_b_reports_and_streams_to_a_socket_on_a_which_ca
         e for e in ws.seen if e["type"] == "message" and e["data"]["agentId"] == second["id"]
     )
     assert reply["data"]["content"] == "".join(pieces)
+
+
+def test_a_hand_off_started_through_b_reports_to_a_socket_on_a(
+    on_postgresql: Pair, model: FakeOpenAI
+) -> None:
+    pair = on_postgresql
+    first = new_agent(pair.owner_a, model="oai/gpt-fake")
+    second = new_agent(pair.owner_a, model="oai/gpt-fake")
+    channel = new_channel(pair.owner_a, agent_ids=[first["id"], second["id"]])
+    model.enqueue(text(f"Over to you, @{second['name']}."), text("Done."))
+    with Ws(pair.a, pair.owner_a.token) as ws:
+        ws.subscribe(channel["id"])
+        post(pair.owner_b, channel["id"], f"@{first['name']} start")
+        read_until(ws, lambda e: e["type"] == "message" and e["data"]["content"] == "Done.")
+        read_until(ws, completed)
+    assert [
+        (e["data"]["status"], e["data"]["currentAgent"])
+        for e in ws.seen
+        if e["type"] == "collab_status"
+    ] == [("running", second["id"]), ("completed", second["id"])]
 
 
 def test_a_call_agent_started_through_b_streams_both_replies_to_a_socket_on_a(

@@ -383,10 +383,10 @@ class SqliteSearchIndex:
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
         if tx is not None and self._bus is not None:
-            fresh = await tx.conn.run_sync(self._loader(agent_id, kind, space))
-            return fresh.snapshot().top(query, limit, channel_id, type)
-        snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
-        self._evict(keep=(agent_id, kind))
+            snapshot = (await tx.conn.run_sync(self._loader(agent_id, kind, space))).snapshot()
+        else:
+            snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
+            self._evict(keep=(agent_id, kind))
         if snapshot.size * space.dim < self._thread_threshold:
             return snapshot.top(query, limit, channel_id, type)
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
