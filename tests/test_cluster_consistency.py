@@ -22,7 +22,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text, tool_call, tool_calls
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
-from tests.support import Api, Guest, Ws, new_agent, new_channel, post, unique
+from tests.support import Api, Guest, Ws, new_agent, new_channel, post, unique, wait_until
 from tests.test_redis_nodes import Nodes
 
 IN_FORCE_WITHIN = 1.0
@@ -127,7 +127,7 @@ def test_a_memory_written_edited_and_deleted_through_a_is_searched_accordingly_o
     path = f"/api/agents/{agent['id']}/memories"
     pair.owner_a.ok("POST", path, json={"content": "The owner's cat is called Miso."})
     # B searches first, so that a node keeping vectors in memory holds them from now on.
-    in_force(lambda: bool(memory_search(pair.owner_b, agent["id"], "cat")), "the first memory")
+    wait_until(lambda: bool(memory_search(pair.owner_b, agent["id"], "cat")), what="a first search")
     written = pair.owner_a.ok("POST", path, json={"content": "The team meets on Tuesdays."})
     memory_id = written["memory"]["id"]
 
@@ -173,7 +173,7 @@ def test_a_document_uploaded_through_a_is_found_by_a_query_through_b(pair: Pair)
 
     upload("garden.txt", "The greenhouse tomatoes are watered every morning at seven.")
     # B queries first, so that a node keeping vectors in memory holds them from now on.
-    in_force(lambda: bool(query("tomatoes watering")), "the first document")
+    wait_until(lambda: bool(query("tomatoes watering")), what="a first query")
     document_id = upload(
         "boat.txt", "The sailing boat is moored at the north harbour, berth twelve."
     )
