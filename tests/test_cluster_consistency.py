@@ -255,6 +255,19 @@ def test_an_agent_deleted_through_a_is_gone_on_b(on_postgresql: Pair) -> None:
     assert pair.owner_b.get(f"/api/agents/{agent['id']}").status_code == 404
 
 
+def test_a_channels_agents_changed_through_a_are_its_agents_on_b(on_postgresql: Pair) -> None:
+    pair = on_postgresql
+    kept, removed = new_agent(pair.owner_a), new_agent(pair.owner_a)
+    channel = new_channel(pair.owner_a, agent_ids=[kept["id"], removed["id"]])
+    path = f"/api/channels/{channel['id']}"
+    assert len(pair.owner_b.ok("GET", path)["channel"]["agentIds"]) == 2  # cached on B now
+    pair.owner_a.ok("PUT", path, json={"agentIds": [kept["id"]]})
+    in_force(
+        lambda: pair.owner_b.ok("GET", path)["channel"]["agentIds"] == [kept["id"]],
+        "the channel's agents",
+    )
+
+
 def test_a_guest_removed_from_a_channel_through_a_loses_access_on_b(on_postgresql: Pair) -> None:
     pair = on_postgresql
     with Guest(pair.b, pair.owner_a) as guest:
@@ -305,13 +318,18 @@ def read_until(ws: Ws, wanted: Callable[[dict[str, Any]], bool], timeout: float 
         ws.recv(deadline - time.monotonic())
 
 
+def two_agents_in_a_channel(owner: Api) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Two agents on the fake model, and a channel with both."""
+    first = new_agent(owner, model="oai/gpt-fake")
+    second = new_agent(owner, model="oai/gpt-fake")
+    return first, second, new_channel(owner, agent_ids=[first["id"], second["id"]])
+
+
 def test_a_chain_started_through_b_reports_and_streams_to_a_socket_on_a_which_can_join_mid_reply(
     on_postgresql: Pair, model: FakeOpenAI
 ) -> None:
     pair = on_postgresql
-    first = new_agent(pair.owner_a, model="oai/gpt-fake")
-    second = new_agent(pair.owner_a, model="oai/gpt-fake")
-    channel = new_channel(pair.owner_a, agent_ids=[first["id"], second["id"]])
+    first, second, channel = two_agents_in_a_channel(pair.owner_a)
     pieces = ("One", " step", " at", " a", " time", " here.")
     model.enqueue(text("First step."), text(*pieces, delay=0.15))
     with Ws(pair.a, pair.owner_a.token) as ws:
@@ -356,9 +374,7 @@ def test_a_hand_off_started_through_b_reports_to_a_socket_on_a(
     on_postgresql: Pair, model: FakeOpenAI
 ) -> None:
     pair = on_postgresql
-    first = new_agent(pair.owner_a, model="oai/gpt-fake")
-    second = new_agent(pair.owner_a, model="oai/gpt-fake")
-    channel = new_channel(pair.owner_a, agent_ids=[first["id"], second["id"]])
+    first, second, channel = two_agents_in_a_channel(pair.owner_a)
     model.enqueue(text(f"Over to you, @{second['name']}."), text("Done."))
     with Ws(pair.a, pair.owner_a.token) as ws:
         ws.subscribe(channel["id"])
