@@ -78,7 +78,9 @@ def build_services(config: Config) -> Services:
         db,
         cache_bytes=config.vector_cache_mb * 1024 * 1024,
         idle_seconds=config.vector_idle_minutes * 60,
+        shared_bus=bus if config.redis_url else None,
     )
+    bus.listen(index.on_event)
     node_id = new_id("node")
     svc = Services(
         config=config,

@@ -5,6 +5,11 @@ threshold it is skipped, above the update threshold the closest memory takes the
 otherwise it is inserted. Similarity measures topic, not agreement, so an update never
 destroys: the previous content stays as a numbered version that can be restored.
 
+Across nodes: the comparison runs inside the write transaction, after a lock per agent that
+every node takes (on PostgreSQL an advisory lock; SQLite's writer is one for the whole file),
+and sees what any node committed before it; so concurrent writes of one fact on several nodes
+store it once.
+
 Privacy: a caller answering in a channel that has guests passes `only_channel`, and then
 only memories learned in that channel are compared, searched or injected, so nothing told to
 the agent elsewhere can reach those guests, nor be overwritten from there.
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from sqlalchemy import insert, select, update
+from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import iso
@@ -40,6 +46,9 @@ MEMORY_TYPES: tuple[str, ...] = ("semantic", "episodic", "procedural")
 MAX_CONTENT_CHARS = 10_000
 MAX_TOP_K = 50
 WriteAction = Literal["inserted", "updated", "skipped"]
+_AGENT_LOCK = sql("SELECT pg_advisory_xact_lock(7703, hashtext(:agent))")
+"""Taken by the write rule on PostgreSQL. `Database.write` already serialises every such
+transaction (7701), but the rule must not depend on that staying so wide."""
 
 
 @dataclass(frozen=True)
@@ -175,28 +184,31 @@ class MemoryStore:
         text, type = _clean(content), _check_type(type)
         vector, space = await self._embed(text)
         config = self._config()
-        async with self._locks.setdefault(agent_id, asyncio.Lock()):
+        # The process's lock spans the commit and the index's update after it, so that the next
+        # write of this agent on this node compares with an index that has this one.
+        async with self._locks.setdefault(agent_id, asyncio.Lock()), self._db.write() as tx:
+            if not self._db.is_sqlite:
+                await tx.conn.execute(_AGENT_LOCK, {"agent": agent_id})
+            if not await agent_exists(tx.conn, agent_id):
+                raise NotFound(f"There is no agent '{agent_id}'.")
             hits = await self._index.vector_search(
-                agent_id, "memory", vector, space, 1, channel_id=only_channel
+                agent_id, "memory", vector, space, 1, channel_id=only_channel, tx=tx
             )
-            async with self._db.write() as tx:
-                if not await agent_exists(tx.conn, agent_id):
-                    raise NotFound(f"There is no agent '{agent_id}'.")
-                closest = await _fetch(tx.conn, agent_id, hits[0].id) if hits else None
-                similarity = hits[0].score if hits else None
-                if closest and similarity is not None:
-                    if similarity > config.duplicateThreshold:
-                        return WriteResult("skipped", closest, similarity)
-                    if similarity > config.updateThreshold:
-                        change = _Change(text, type, channel_id, source_message_id)
-                        updated = await self._replace(tx, closest, change, vector, space)
-                        return WriteResult("updated", updated, similarity, closest.content)
-                now = utcnow()
-                memory = Memory(
-                    new_id("mem"), agent_id, type, text, channel_id, source_message_id, 1, now, now
-                )
-                await tx.conn.execute(insert(memories).values(**asdict(memory)))
-                await self._put(tx, memory, vector, space)
+            closest = await _fetch(tx.conn, agent_id, hits[0].id) if hits else None
+            similarity = hits[0].score if hits else None
+            if closest and similarity is not None:
+                if similarity > config.duplicateThreshold:
+                    return WriteResult("skipped", closest, similarity)
+                if similarity > config.updateThreshold:
+                    change = _Change(text, type, channel_id, source_message_id)
+                    updated = await self._replace(tx, closest, change, vector, space)
+                    return WriteResult("updated", updated, similarity, closest.content)
+            now = utcnow()
+            memory = Memory(
+                new_id("mem"), agent_id, type, text, channel_id, source_message_id, 1, now, now
+            )
+            await tx.conn.execute(insert(memories).values(**asdict(memory)))
+            await self._put(tx, memory, vector, space)
         return WriteResult("inserted", memory, similarity)
 
     async def search(
@@ -314,7 +326,9 @@ class MemoryStore:
 
     async def reembed(self, agent_id: str, ids: Sequence[str]) -> None:
         """A memory deleted while its text is embedded (deleting does not wait for the agent's
-        lock) gets no vector back: an orphan vector would hide a real match from `write`."""
+        lock) gets no vector back: an orphan vector would hide a real match from `write`. One
+        changed meanwhile (on another node, which this lock does not hold back) keeps the
+        vector of its new content."""
         embedder = self._embedder()
         async with self._locks.setdefault(agent_id, asyncio.Lock()):
             query = select(memories).where(
@@ -327,9 +341,11 @@ class MemoryStore:
             vectors = await embedder.embed([m.content for m in found])
             space = Space(embedder.name, int(vectors.shape[1]))
             async with self._db.write() as tx:
-                query = select(memories.c.id).where(memories.c.id.in_([m.id for m in found]))
-                still = set((await tx.conn.execute(query)).scalars())
-                keep = [i for i, m in enumerate(found) if m.id in still]
+                query = select(memories.c.id, memories.c.version).where(
+                    memories.c.id.in_([m.id for m in found])
+                )
+                still = {(row.id, row.version) for row in await tx.conn.execute(query)}
+                keep = [i for i, m in enumerate(found) if (m.id, m.version) in still]
                 entries = [Entry(found[i].id, found[i].channel_id, found[i].type) for i in keep]
                 await self._index.put(
                     tx, agent_id, "memory", entries, vectors[np.array(keep, int)], space

@@ -263,7 +263,9 @@ class LocalEmbedder:
 
     async def embed_query(self, text: str) -> NDArray[np.float32]:
         if self.precision == "int8" and len(text) <= SMALL_WORK_CHARS:
-            model = _load_int8_model(self._max_seq_length)
+            model: Int8Model | None = _models.get(f"int8:{self._max_seq_length}")
+            if model is None:  # a query before the first load: loading reads files, off the loop
+                model = await anyio.to_thread.run_sync(_load_int8_model, self._max_seq_length)
             return await anyio.to_thread.run_sync(model.encode_query, text)
         return (await self.embed([text])).reshape(-1)
 

@@ -5,7 +5,7 @@ vectors and the full-text index of chunks, and answers searches. The service sto
 then calls `add_text` and `put` in the same transaction, and `delete` before deleting chunks
 (SQLite keeps one FTS5 table per agent, which must be told the text it forgets). Writes take
 the caller's transaction, and an adapter's in-memory state changes only once that
-transaction has committed.
+transaction has committed; what another node changed reaches it through `on_event`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
+from palaver.bus.base import Event
 from palaver.store.db import Tx
 
 if TYPE_CHECKING:
@@ -106,10 +107,13 @@ class SearchIndex(Protocol):
         *,
         channel_id: str | None = None,
         type: str | None = None,
+        tx: Tx | None = None,
     ) -> list[Hit]:
         """Exact cosine over the agent's current vectors, best first; `channel_id` and `type`
         restrict memories to those learned in that channel or of that type, and `type` chunks
-        to those of documents of that visibility."""
+        to those of documents of that visibility. With `tx`, a write transaction, the search
+        sees every write committed before it on any node (the memory write rule compares
+        inside its transaction)."""
         ...
 
     async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]: ...
@@ -120,4 +124,8 @@ class SearchIndex(Protocol):
 
     def forget(self, agent_id: str) -> None:
         """Drop in-memory state for the agent (another node deleted it, or to free memory)."""
+        ...
+
+    def on_event(self, topic: str, event: Event) -> None:
+        """The bus listener: forgets in-memory state that another node's change made stale."""
         ...

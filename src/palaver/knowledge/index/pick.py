@@ -3,6 +3,7 @@ and pgvector on PostgreSQL."""
 
 from __future__ import annotations
 
+from palaver.bus.base import EventBus
 from palaver.knowledge.index.base import SearchIndex
 from palaver.knowledge.index.postgres import PostgresSearchIndex
 from palaver.knowledge.index.sqlite import (
@@ -18,9 +19,13 @@ def search_index(
     *,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    shared_bus: EventBus | None = None,
 ) -> SearchIndex:
     """The index for `db`; the cache bounds concern the SQLite adapter's matrices alone (the
-    PostgreSQL one keeps nothing in the process)."""
+    PostgreSQL one keeps no vectors in the process). `shared_bus` is the bus of nodes that
+    share a SQLite file, on which its matrices' changes are announced."""
     if db.is_sqlite:
-        return SqliteSearchIndex(db, cache_bytes=cache_bytes, idle_seconds=idle_seconds)
+        return SqliteSearchIndex(
+            db, cache_bytes=cache_bytes, idle_seconds=idle_seconds, bus=shared_bus
+        )
     return PostgresSearchIndex(db)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import ColumnElement, Connection, and_, case, func, not_, select, text
 
+from palaver.bus.base import CONTROL, Event
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
 from palaver.knowledge.index.sqlite import query_terms, worth_scoring
 from palaver.store.db import Database, Tx
@@ -160,6 +161,12 @@ class PostgresSearchIndex:
     def forget(self, agent_id: str) -> None:
         self._term_counts.pop(agent_id, None)
 
+    def on_event(self, topic: str, event: Event) -> None:
+        """Only the term counts live here, and another node's writes move them as this node's
+        do (they are checked against the chunk count on every search); a deleted agent's go."""
+        if topic == CONTROL and event.get("type") == "agent_deleted":
+            self.forget(event["agentId"])
+
     async def text_search(
         self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
     ) -> list[Hit]:
@@ -203,6 +210,7 @@ class PostgresSearchIndex:
         *,
         channel_id: str | None = None,
         type: str | None = None,
+        tx: Tx | None = None,
     ) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != space.dim:
@@ -232,6 +240,9 @@ class PostgresSearchIndex:
                     return hits
             return _nearest(conn, params, None)
 
+        if tx is not None:
+            # READ COMMITTED, after the transaction's lock: sees what any node committed first.
+            return await tx.conn.run_sync(search)
         return await self._db.read_unit(search)
 
     async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]:

@@ -3,8 +3,11 @@
 Each agent's current vectors of a kind are read into one float32 matrix on first search and
 then kept in step by the writes of this process, applied only after their transaction commits.
 A write that commits while a matrix is being read is queued and replayed once the read is
-done, so a matrix never misses a write. Below a million chunks an exact scan is fast enough
-(about 10 ms for 100,000 x 384) that no approximate index is worth its recall loss.
+done, so a matrix never misses a write. Several nodes on one file (with Redis) are told of each
+other's writes: given the bus, each write announces its agent and kind after commit, and the
+other nodes drop that matrix, to be read again on its next search. Below a million chunks an
+exact scan is fast enough (about 10 ms for 100,000 x 384) that no approximate index is worth
+its recall loss.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from palaver.bus.base import CONTROL, Event, EventBus
+from palaver.ids import new_id
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.store.db import Database, Tx
@@ -140,11 +145,16 @@ class SqliteSearchIndex:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        bus: EventBus | None = None,
     ) -> None:
         """Matrices are evicted, least recently searched first, while they hold more than
         `cache_bytes` together, and whenever one has not been searched for `idle_seconds`;
-        the next search reloads it from the database, with the same answers."""
+        the next search reloads it from the database, with the same answers. `bus` is given
+        when other nodes may write the same file: writes are then announced on it."""
         self._db = db
+        self._bus = bus
+        self._node = new_id("node")
+        """Tells this process's announcements from other nodes'."""
         self._thread_threshold = thread_threshold
         self._cache_bytes = cache_bytes
         self._idle_seconds = idle_seconds
@@ -280,6 +290,17 @@ class SqliteSearchIndex:
             self._used.pop((agent_id, kind), None)
             self._locks.pop((agent_id, kind), None)
 
+    def on_event(self, topic: str, event: Event) -> None:
+        if topic != CONTROL:
+            return
+        if event.get("type") == "agent_deleted":
+            self.forget(event["agentId"])
+        elif event.get("type") == "vectors_changed" and event.get("node") != self._node:
+            agent_id, kind = event["agentId"], event["kind"]
+            self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
+            self._matrices.pop((agent_id, kind), None)
+            self._used.pop((agent_id, kind), None)
+
     def cached_bytes(self) -> int:
         return sum(matrix.nbytes for matrix in self._matrices.values())
 
@@ -353,12 +374,19 @@ class SqliteSearchIndex:
         *,
         channel_id: str | None = None,
         type: str | None = None,
+        tx: Tx | None = None,
     ) -> list[Hit]:
+        """With `tx` and other nodes on the file, the matrix is read afresh in the transaction,
+        which holds the file's write lock: another node's announcement may still be on its way.
+        On one node the cached matrix already holds every committed write."""
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
-        snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
-        self._evict(keep=(agent_id, kind))
+        if tx is not None and self._bus is not None:
+            snapshot = (await tx.conn.run_sync(self._loader(agent_id, kind, space))).snapshot()
+        else:
+            snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
+            self._evict(keep=(agent_id, kind))
         if snapshot.size * space.dim < self._thread_threshold:
             return snapshot.top(query, limit, channel_id, type)
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
@@ -392,6 +420,9 @@ class SqliteSearchIndex:
                 self._loading[key].append(change)
             elif key in self._matrices:
                 change(self._matrices[key])
+            if self._bus is not None:
+                announcement = {"type": "vectors_changed", "agentId": agent_id, "kind": kind}
+                await self._bus.publish(CONTROL, {**announcement, "node": self._node})
 
         tx.on_commit(apply)
 
@@ -417,6 +448,11 @@ class SqliteSearchIndex:
             return matrix
 
     async def _load(self, agent_id: str, kind: Kind, space: Space) -> VectorMatrix:
+        return await self._db.read_unit(self._loader(agent_id, kind, space))
+
+    def _loader(
+        self, agent_id: str, kind: Kind, space: Space
+    ) -> Callable[[Connection], VectorMatrix]:
         query = (
             select(
                 vector_rows.c.item_id,
@@ -436,7 +472,7 @@ class SqliteSearchIndex:
 
         def load(conn: Connection) -> VectorMatrix:
             matrix = VectorMatrix.sized(space, conn.execute(counted).scalar_one())
-            rows = conn.execution_options(yield_per=_LOAD_BATCH).execute(query)
+            rows = conn.execute(query.execution_options(yield_per=_LOAD_BATCH))
             for part in rows.partitions():
                 block = np.frombuffer(b"".join(row.data for row in part), dtype=np.float32)
                 matrix.extend(
@@ -445,7 +481,7 @@ class SqliteSearchIndex:
                 )
             return matrix
 
-        return await self._db.read_unit(load)
+        return load
 
 
 def _stale(space: Space) -> ColumnElement[bool]:
