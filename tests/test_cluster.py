@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,13 @@ class Cluster:
     """Node A and node B on one database and one Redis, nginx in front, the owner logged in
     through nginx."""
 
-    def __init__(self, folder: Path, database_url: str, redis_url: str) -> None:
+    def __init__(self, folder: Path, database_url: str, redis_url: str, **more_env: str) -> None:
         env = {
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
             "PALAVER_TRUST_PROXY": "1",
             "PALAVER_ALLOWED_HOSTS": PUBLIC_NAME,
+            **more_env,
         }
         self.a = Server(folder / "data", env=env)
         self.b = Server(folder / "data", env=env)
@@ -103,19 +105,24 @@ class Cluster:
             )
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, pg: PgServer, redis_server: RedisServer
-) -> Iterator[Cluster]:
-    nodes = Cluster(
-        tmp_path_factory.mktemp("cluster"), pg.new_database("cluster"), redis_server.url()
-    )
+@contextmanager
+def running(nodes: Cluster) -> Iterator[Cluster]:
+    """The cluster started, with limits wide enough for any test; stopped whatever happens."""
     try:
         nodes.start()
         nodes.set_limits(WIDE)
         yield nodes
     finally:
         nodes.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, pg: PgServer, redis_server: RedisServer
+) -> Iterator[Cluster]:
+    folder = tmp_path_factory.mktemp("cluster")
+    with running(Cluster(folder, pg.new_database("cluster"), redis_server.url())) as nodes:
+        yield nodes
 
 
 def post(api: Api, channel_id: str, content: str) -> httpx.Response:

@@ -25,7 +25,7 @@ from tests.fakes.script import stall, text
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
 from tests.support import Api, Ws, history, new_channel, unique, wait_until
-from tests.test_cluster import WIDE, Cluster, post
+from tests.test_cluster import Cluster, post, running
 
 LEASES = {
     "PALAVER_NODE_HEARTBEAT_SECONDS": "0.5",
@@ -38,15 +38,10 @@ TAKEOVER_SECONDS = 30
 
 @pytest.fixture
 def cluster(tmp_path: Path, pg: PgServer, redis_server: RedisServer) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path, pg.new_database("failover"), redis_server.url())
-    for node in (nodes.a, nodes.b):
-        node.env.update(LEASES)
-    try:
-        nodes.start()
-        nodes.set_limits(WIDE)
+    with running(
+        Cluster(tmp_path, pg.new_database("failover"), redis_server.url(), **LEASES)
+    ) as nodes:
         yield nodes
-    finally:
-        nodes.stop()
 
 
 @pytest.fixture
