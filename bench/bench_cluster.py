@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -41,7 +40,6 @@ from tests.redis_server import RedisServer
 
 from bench.bench_hot_paths import (
     LOAD_CORE,
-    RESULTS,
     SERVER_CORE,
     Palaver,
     _expect,
@@ -50,6 +48,7 @@ from bench.bench_hot_paths import (
     _open,
     _workdir,
     fanout_across,
+    write_results,
     wrk,
 )
 
@@ -338,11 +337,7 @@ def main() -> None:
         plan = replace(plan, rounds=args.rounds)
     report = run(plan)
     report["comparisons"] = comparisons(report)
-    RESULTS.mkdir(exist_ok=True)
-    stem = "cluster_quick" if args.quick else "cluster"
-    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results("cluster_quick" if args.quick else "cluster", report, markdown(report))
 
 
 if __name__ == "__main__":

@@ -558,6 +558,14 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def write_results(stem: str, report: dict[str, Any], text: str) -> None:
+    """`bench/results/<stem>.json` and `.md`; the Markdown printed too."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(text)
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short runs to check the harness")
@@ -568,16 +576,13 @@ def main() -> None:
     if args.rounds:
         plan = replace(plan, rounds=args.rounds)
     report = run(plan, args.only)
-    RESULTS.mkdir(exist_ok=True)
     stem = "hot_paths_quick" if args.quick else "hot_paths"
     earlier = RESULTS / f"{stem}.json"
     if args.only and earlier.exists():
         # A partial run replaces its own measures and keeps the others, each with its own run.
         kept = json.loads(earlier.read_text())["results"]
         report["results"] = {**kept, **report["results"]}
-    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results(stem, report, markdown(report))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import tempfile
@@ -40,7 +39,7 @@ import numpy as np
 import psycopg
 from tests.pg_server import PgServer
 
-from bench.bench_hot_paths import LOAD_CORE, RESULTS, SERVER_CORE, _machine
+from bench.bench_hot_paths import LOAD_CORE, SERVER_CORE, _machine, write_results
 from bench.bench_knowledge import (
     SEED,
     add_agent,
@@ -422,11 +421,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = run(QUICK if args.quick else FULL)
-    RESULTS.mkdir(exist_ok=True)
-    stem = "pgvector_quick" if args.quick else "pgvector"
-    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results("pgvector_quick" if args.quick else "pgvector", report, markdown(report))
 
 
 if __name__ == "__main__":
