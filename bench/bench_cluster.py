@@ -14,7 +14,7 @@ the setups take turns, in alternating order, over several rounds, and the report
 - fan-out: posts delivered to 1,000 subscribed sockets (split evenly between the two nodes),
   the posts sent through each node in turn.
 
-    python -m bench.bench_cluster            # the full run (about 10 minutes)
+    python -m bench.bench_cluster            # the full run (about 5 minutes)
     python -m bench.bench_cluster --quick    # a short run to check the harness
 
 Writes bench/results/cluster.json and .md (`--quick`: cluster_quick.*).
