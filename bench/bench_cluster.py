@@ -158,7 +158,8 @@ async def delivery(listen: Node, via: Node, count: int) -> dict[str, Any]:
 
 
 async def posts(nodes: list[Node], seconds: int) -> dict[str, Any]:
-    """wrk against every node at once, the connections split between them."""
+    """wrk against every node at once, the connections split between them: their rates summed,
+    the worse node's latencies."""
     each = CONNECTIONS // len(nodes)
     runs = await asyncio.gather(
         *(
