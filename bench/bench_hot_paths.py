@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -355,6 +355,12 @@ async def storm(target: Target, count: int) -> dict[str, Any]:
 
 async def fanout(target: Target, subscribers: int, posts: int) -> dict[str, Any]:
     """Posts sent one after another, each delivered to every subscriber: events/s, latency."""
+    return await fanout_across([target], subscribers, posts)
+
+
+async def fanout_across(targets: Sequence[Target], subscribers: int, posts: int) -> dict[str, Any]:
+    """`fanout` over several nodes of one cluster: the subscribers split evenly between them,
+    the posts sent through each in turn."""
     sent: dict[str, float] = {}
     latencies: list[float] = []
     expected = subscribers * posts
@@ -363,8 +369,8 @@ async def fanout(target: Target, subscribers: int, posts: int) -> dict[str, Any]
     async def reader(ws: ClientConnection) -> None:
         async for raw in ws:
             event = json.loads(raw)
-            if event.get("type") != "message":
-                continue
+            if event.get("type") != "message" or event["data"]["content"] not in sent:
+                continue  # not one of these posts: a post of an earlier measure
             tag = event["data"]["content"]
             latencies.append(time.perf_counter() - sent[tag])
             if len(latencies) == expected:
@@ -372,16 +378,21 @@ async def fanout(target: Target, subscribers: int, posts: int) -> dict[str, Any]
                 return
 
     async with contextlib.AsyncExitStack() as stack:
-        sockets = [await stack.enter_async_context(_open(target)) for _ in range(subscribers)]
+        sockets = [
+            await stack.enter_async_context(_open(targets[i % len(targets)]))
+            for i in range(subscribers)
+        ]
         readers = [asyncio.create_task(reader(ws)) for ws in sockets]
+        target = targets[0]
         headers = {"Cookie": f"session={target.cookie}"}
-        async with httpx.AsyncClient(base_url=target.base, headers=headers) as http:
+        async with httpx.AsyncClient(headers=headers) as http:
             start = time.perf_counter()
             for i in range(posts):
                 tag = f"fan-out {i}"
                 sent[tag] = time.perf_counter()
                 body = {"channelId": target.channel_id, "content": tag}
-                (await http.post(target.publish_path, json=body)).raise_for_status()
+                via = targets[i % len(targets)]
+                (await http.post(f"{via.base}{via.publish_path}", json=body)).raise_for_status()
             await asyncio.wait_for(finished.wait(), 120)
             seconds = time.perf_counter() - start
         for task in readers:
@@ -547,6 +558,14 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def write_results(stem: str, report: dict[str, Any], text: str) -> None:
+    """`bench/results/<stem>.json` and `.md`; the Markdown printed too."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(text)
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short runs to check the harness")
@@ -557,16 +576,13 @@ def main() -> None:
     if args.rounds:
         plan = replace(plan, rounds=args.rounds)
     report = run(plan, args.only)
-    RESULTS.mkdir(exist_ok=True)
     stem = "hot_paths_quick" if args.quick else "hot_paths"
     earlier = RESULTS / f"{stem}.json"
     if args.only and earlier.exists():
         # A partial run replaces its own measures and keeps the others, each with its own run.
         kept = json.loads(earlier.read_text())["results"]
         report["results"] = {**kept, **report["results"]}
-    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results(stem, report, markdown(report))
 
 
 if __name__ == "__main__":

@@ -25,9 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import create_engine, insert
@@ -49,6 +51,9 @@ from palaver.store.tables.knowledge import (
     memory_versions,
     vectors,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 RESULTS = Path(__file__).parent / "results"
 WORDS_PER_SYNTHETIC_CHUNK = 150
@@ -197,48 +202,81 @@ async def bench_ingest(kb: KnowledgeBase, agent: str, rng: np.random.Generator) 
     }
 
 
-def fill_direct(path: Path, agent: str, total: int, space: Space, seed: int) -> float:
-    """Synthetic chunks written straight into SQLite (documents of 1,000 chunks, their text
-    index and random unit vectors), as the repository and the index would store them: the
-    HTTP path would take hours at 600,000 chunks."""
+Vectors = Callable[[np.random.Generator, int], "NDArray[np.float32]"]
+"""Draws `count` unit vectors of the corpus from the generator."""
+
+
+def random_unit(dim: int) -> Vectors:
+    def draw(rng: np.random.Generator, count: int) -> NDArray[np.float32]:
+        rows = rng.standard_normal((count, dim)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows
+
+    return draw
+
+
+@dataclass
+class SyntheticDocument:
+    id: str
+    start: int
+    chunk_ids: list[str]
+    texts: list[str]
+    vectors: NDArray[np.float32]
+
+
+def synthetic_documents(total: int, seed: int, vectors: Vectors) -> Iterator[SyntheticDocument]:
+    """`total` synthetic chunks in documents of 1,000: Zipf-distributed words, and vectors
+    from `vectors`; the same seed gives the same texts and vectors (not the same ids)."""
     rng = np.random.default_rng(seed)
     words = vocabulary(20_000, rng)
+    for start in range(0, total, CHUNKS_PER_DOCUMENT):
+        count = min(CHUNKS_PER_DOCUMENT, total - start)
+        texts = [zipf_text(words, rng, WORDS_PER_SYNTHETIC_CHUNK) for _ in range(count)]
+        ids = [new_id("chunk") for _ in range(count)]
+        yield SyntheticDocument(new_id("doc"), start, ids, texts, vectors(rng, count))
+
+
+def query_texts(seed: int, count: int) -> list[str]:
+    """Queries in the words of the corpus `synthetic_documents(..., seed, ...)` made."""
+    rng = np.random.default_rng(SEED)
+    words = vocabulary(20_000, np.random.default_rng(seed))
+    return [
+        f"how does the {zipf_text(words, rng, 3)[:-1]} affect {zipf_text(words, rng, 2)}"
+        for _ in range(count)
+    ]
+
+
+def fill_direct(
+    path: Path, agent: str, total: int, space: Space, seed: int, vectors: Vectors | None = None
+) -> float:
+    """Synthetic chunks written straight into SQLite (documents of 1,000 chunks, their text
+    index and, unless `vectors` draws others, random unit vectors), as the repository and the
+    index would store them: the HTTP path would take hours at 600,000 chunks."""
     started = time.perf_counter()
     conn = sqlite3.connect(path)
     try:
         now = utcnow().isoformat()
-        for start in range(0, total, CHUNKS_PER_DOCUMENT):
-            count = min(CHUNKS_PER_DOCUMENT, total - start)
-            doc_id = new_id("doc")
+        for doc in synthetic_documents(total, seed, vectors or random_unit(space.dim)):
+            count = len(doc.chunk_ids)
             conn.execute(
                 "INSERT INTO documents (id, agent_id, name, kind, bytes, pages, chunks, "
                 "content_hash, created_at, visibility) VALUES (?, ?, ?, 'text', 0, NULL, ?, ?, ?, "
                 "'owner')",
-                (doc_id, agent, f"synthetic-{start}.txt", count, new_id("h"), now),
+                (doc.id, agent, f"synthetic-{doc.start}.txt", count, new_id("h"), now),
             )
-            ids = [new_id("chunk") for _ in range(count)]
             conn.executemany(
                 "INSERT INTO chunks (id, agent_id, document_id, ordinal, heading_path, page, "
                 "tokens, content, context) VALUES (?, ?, ?, ?, '[]', NULL, 0, ?, ?)",
                 [
-                    (
-                        ids[i],
-                        agent,
-                        doc_id,
-                        i,
-                        zipf_text(words, rng, WORDS_PER_SYNTHETIC_CHUNK),
-                        f"synthetic {start}",
-                    )
+                    (doc.chunk_ids[i], agent, doc.id, i, doc.texts[i], f"synthetic {doc.start}")
                     for i in range(count)
                 ],
             )
-            vectors = rng.standard_normal((count, space.dim)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             conn.executemany(
                 "INSERT INTO vectors (item_id, agent_id, kind, channel_id, type, embedder, dim, "
                 "data) VALUES (?, ?, 'chunk', NULL, 'owner', ?, ?, ?)",
                 [
-                    (ids[i], agent, space.embedder, space.dim, vectors[i].tobytes())
+                    (doc.chunk_ids[i], agent, space.embedder, space.dim, doc.vectors[i].tobytes())
                     for i in range(count)
                 ],
             )
@@ -310,12 +348,7 @@ async def bench_scale(
     await add_agent(db, agent)
     space = Space(embedder.name, embedder.dim)
     fill_seconds = await asyncio.to_thread(fill_direct, path, agent, scale, space, SEED + scale)
-    rng = np.random.default_rng(SEED)
-    words = vocabulary(20_000, np.random.default_rng(SEED + scale))
-    texts = [
-        f"how does the {zipf_text(words, rng, 3)[:-1]} affect {zipf_text(words, rng, 2)}"
-        for _ in range(queries)
-    ]
+    texts = query_texts(SEED + scale, queries)
     started = time.perf_counter()
     vector = (await embedder.embed(["warm up"]))[0]
     await index.vector_search(agent, "chunk", vector, space, 20)
