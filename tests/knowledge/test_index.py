@@ -6,6 +6,7 @@ adapter's own machinery (its cached matrices, FTS5 tables) run on SQLite alone."
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,7 +20,7 @@ from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
 from palaver.knowledge.index.base import Entry, IndexStatus, Kind, SearchIndex, Space
 from palaver.knowledge.index.matrix import VectorMatrix
-from palaver.knowledge.index.postgres import PostgresSearchIndex
+from palaver.knowledge.index.postgres import PostgresSearchIndex, nearest_sql
 from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms, worth_scoring
 from palaver.store import migrate
 from palaver.store.db import Database
@@ -449,9 +450,12 @@ async def test_an_agent_with_many_vectors_is_searched_through_hnsw_with_the_exac
         others = [Entry(f"o_{i}") for i in range(30)]
         await exact.put(tx, OTHER_AGENT, "chunk", others, rows[:30], space)
     async with db.read() as conn:
-        plan = await conn.execute(text("EXPLAIN " + HNSW_PLAN), {"q": _vector_text(rows[0])})
+        params = {"agent": AGENT, "kind": "chunk", "embedder": space.embedder, "dim": 384}
+        params |= {"channel": None, "type": None, "limit": 10, "query": _vector_text(rows[0])}
+        plan = await conn.execute(text("EXPLAIN " + nearest_sql(384)), params)
         assert "ix_vectors_hnsw_384" in str(plan.all())
-    for seed in range(5):
+    scans = await _index_scans(db, "ix_vectors_hnsw_384")
+    for seed in range(10):
         query = rows[seed] + 0.1 * rng.standard_normal(384).astype(np.float32)
         query /= np.linalg.norm(query)
         wanted = await exact.vector_search(AGENT, "chunk", query, space, 10)
@@ -459,15 +463,19 @@ async def test_an_agent_with_many_vectors_is_searched_through_hnsw_with_the_exac
         assert [h.id for h in found] == [h.id for h in wanted]
         assert all(h.id.startswith("c_") for h in found)
         assert [h.score for h in found] == pytest.approx([h.score for h in wanted], abs=1e-5)
+    # Past the fifth run of a prepared statement a generic plan could leave the index: every
+    # search must still have scanned it (PostgreSQL reports index scans within ~10 s).
+    deadline = time.monotonic() + 20
+    while await _index_scans(db, "ix_vectors_hnsw_384") < scans + 10:
+        assert time.monotonic() < deadline, "the HNSW index was not used by every search"
+        await asyncio.sleep(0.5)
     assert len(await hnsw.vector_search(AGENT, "chunk", rows[0], space, 30)) == 30
 
 
-HNSW_PLAN = (
-    "SELECT item_id FROM vectors WHERE agent_id = 'agent_01KNOWLEDGE' AND kind = 'chunk' "
-    "AND embedder = 'test/random' AND dim = 384 "
-    "ORDER BY embedding::vector(384) <=> CAST(CAST(:q AS text) AS vector(384)) LIMIT 10"
-)
-"""The statement's shape that the adapter sends above its threshold."""
+async def _index_scans(db: Database, index: str) -> int:
+    async with db.read() as conn:
+        query = text("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = :index")
+        return int((await conn.execute(query, {"index": index})).scalar_one())
 
 
 def _vector_text(row: np.ndarray) -> str:

@@ -88,8 +88,14 @@ _NEAREST = (
     "WHERE agent_id = :agent AND kind = :kind AND embedder = :embedder AND dim = :dim "
     "AND (CAST(:channel AS text) IS NULL OR channel_id = :channel) "
     "AND (CAST(:type AS text) IS NULL OR type = :type) "
-    "ORDER BY {distance}, item_id LIMIT :limit"
+    "ORDER BY {order} LIMIT :limit"
 )
+"""The HNSW path orders by the distance alone: a tie-break on `item_id` keeps the planner off
+the index (it cannot give that order), and the query then scans every row of the dimension."""
+_CUSTOM_PLANS = text("SET LOCAL plan_cache_mode = force_custom_plan")
+"""asyncpg prepares each statement; after five runs PostgreSQL may keep a generic plan, in
+which `dim = :dim` no longer matches a partial HNSW index and the query vector's text is cast
+again for every row (some 4 s at 100,000 rows). A plan made for each run's values avoids both."""
 _COUNT = text(
     "SELECT count(*) FROM (SELECT 1 FROM vectors WHERE agent_id = :agent AND kind = :kind "
     "AND embedder = :embedder AND dim = :dim LIMIT :enough) AS found"
@@ -233,6 +239,7 @@ class PostgresSearchIndex:
         )
 
         def search(conn: Connection) -> list[Hit]:
+            conn.execute(_CUSTOM_PLANS)
             if approximate and conn.execute(_COUNT, params).scalar_one() >= self._exact_below:
                 conn.execute(text(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}"))
                 hits = _nearest(conn, params, space.dim)
@@ -271,14 +278,17 @@ class PostgresSearchIndex:
 def _nearest(conn: Connection, params: dict[str, Any], hnsw_dim: int | None) -> list[Hit]:
     """The `limit` nearest rows: through the HNSW index of `hnsw_dim` (whose expression the
     cast matches), or exactly, with an expression no index has."""
+    statement = text(nearest_sql(hnsw_dim))
+    return [Hit(row.item_id, 1.0 - float(row.distance)) for row in conn.execute(statement, params)]
+
+
+def nearest_sql(hnsw_dim: int | None) -> str:
+    """The statement `_nearest` sends; exact answers break ties by id, the index's cannot."""
     if hnsw_dim is None:
         distance = "embedding <=> CAST(CAST(:query AS text) AS vector)"
-    else:
-        distance = (
-            f"embedding::vector({hnsw_dim}) <=> CAST(CAST(:query AS text) AS vector({hnsw_dim}))"
-        )
-    statement = text(_NEAREST.format(distance=distance))
-    return [Hit(row.item_id, 1.0 - float(row.distance)) for row in conn.execute(statement, params)]
+        return _NEAREST.format(distance=distance, order=f"{distance}, item_id")
+    distance = f"embedding::vector({hnsw_dim}) <=> CAST(CAST(:query AS text) AS vector({hnsw_dim}))"
+    return _NEAREST.format(distance=distance, order=distance)
 
 
 def fill_search_columns(conn: Connection) -> int:
