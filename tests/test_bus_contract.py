@@ -135,6 +135,29 @@ async def test_the_publishing_node_has_heard_an_event_when_publish_returns(node:
     assert len(heard.events) == 101
 
 
+async def test_enqueued_events_keep_the_order_of_the_calls_and_are_heard_once_done(
+    node: Node,
+) -> None:
+    """What lets a post hold its channel's order only while its event is put in line."""
+    heard = Heard()
+    bus = await node(heard)
+    topic = channel_topic("in-line")
+    pending = [await bus.enqueue(topic, numbered(n)) for n in range(50)]
+    await bus.publish(topic, numbered(50))
+    await asyncio.gather(*pending)
+    assert [e["data"]["n"] for e in heard.of(topic)] == list(range(51))
+
+
+async def test_an_enqueued_event_is_heard_on_the_other_node_in_order(node: Node) -> None:
+    heard = Heard()
+    one = await node()
+    await node(heard)
+    topic = channel_topic("in-line")
+    for n in range(20):
+        await (await one.enqueue(topic, numbered(n)))
+    assert [e["data"]["n"] for _, e in await heard.until(20)] == list(range(20))
+
+
 async def test_events_arrive_as_the_json_they_were(node: Node) -> None:
     heard = Heard()
     bus = await node(heard)

@@ -151,7 +151,9 @@ async def post(
         if isinstance(stored, str):
             return stored, decision.headers()
         _encode(svc, stored)
-        await svc.bus.publish(channel_topic(channel_id), message_event(stored))
+        # In line while the order is held; heard (through Redis: a round trip) after it.
+        heard = await svc.bus.enqueue(channel_topic(channel_id), message_event(stored))
+    await heard
     if hand_on:
         await _hand_on(svc, stored, channel)
     return stored.id, decision.headers()

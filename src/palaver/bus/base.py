@@ -7,6 +7,7 @@ Topics name who should hear an event: `channel:<id>` for everyone subscribed to 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -29,7 +30,15 @@ CONTROL = "control"
 
 
 class EventBus(Protocol):
-    async def publish(self, topic: str, event: Event) -> None: ...
+    async def publish(self, topic: str, event: Event) -> None:
+        """Returns once this node's own listeners have had the event."""
+        ...
+
+    async def enqueue(self, topic: str, event: Event) -> asyncio.Future[None]:
+        """Put the event in line, behind every event this node published or enqueued before it;
+        the future is done when `publish` would have returned. For a writer that must keep
+        its events in order without holding its lock while they travel."""
+        ...
 
     def listen(self, listener: Listener) -> None:
         """Register a listener for every event; it must not block (it only enqueues)."""
@@ -38,6 +47,13 @@ class EventBus(Protocol):
     async def start(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+def done() -> asyncio.Future[None]:
+    """A future already done, for an event that needs no waiting for."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future
 
 
 def deliver(listeners: Iterable[Listener], topic: str, event: Event) -> None:

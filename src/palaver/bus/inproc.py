@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from palaver.bus.base import Event, Listener, deliver
+import asyncio
+
+from palaver.bus.base import Event, Listener, deliver, done
 
 
 class InProcessBus:
@@ -11,6 +13,10 @@ class InProcessBus:
 
     async def publish(self, topic: str, event: Event) -> None:
         deliver(self._listeners, topic, event)
+
+    async def enqueue(self, topic: str, event: Event) -> asyncio.Future[None]:
+        deliver(self._listeners, topic, event)
+        return done()
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)

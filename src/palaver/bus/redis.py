@@ -34,7 +34,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from palaver.bus.base import Event, Listener, deliver
+from palaver.bus.base import Event, Listener, deliver, done
 from palaver.redis_client import connect
 
 log = logging.getLogger(__name__)
@@ -89,9 +89,12 @@ class RedisBus:
         self._closed = False
 
     async def publish(self, topic: str, event: Event) -> None:
+        await (await self.enqueue(topic, event))
+
+    async def enqueue(self, topic: str, event: Event) -> asyncio.Future[None]:
         if self._closed or not self._reachable:
             self._dropped += 1
-            return
+            return done()
         self._seq += 1
         seq = self._seq
         item = (self._prefix + topic, orjson.dumps([self._node, seq, event]), seq)
@@ -101,16 +104,26 @@ class RedisBus:
                 self._outbox.put_nowait(item)
             except asyncio.QueueFull:
                 self._dropped += 1
-            return
-        echo = self._echoes[seq] = asyncio.get_running_loop().create_future()
+            return done()
+        loop = asyncio.get_running_loop()
+        echo = self._echoes[seq] = loop.create_future()
+        late = loop.call_later(ECHO_SECONDS, self._not_heard, seq, topic)
+
+        def settled(_: asyncio.Future[None]) -> None:
+            late.cancel()
+            self._echoes.pop(seq, None)
+
+        echo.add_done_callback(settled)
         try:
             await self._outbox.put(item)
-            async with asyncio.timeout(ECHO_SECONDS):
-                await echo
-        except TimeoutError:
-            log.warning("an event published on %s did not come back from Redis", topic)
-        finally:
-            self._echoes.pop(seq, None)
+        except BaseException:
+            self._give_up([seq])
+            raise
+        return echo
+
+    def _not_heard(self, seq: int, topic: str) -> None:
+        log.warning("an event published on %s did not come back from Redis", topic)
+        self._give_up([seq])
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
