@@ -18,7 +18,12 @@ from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
 from palaver.knowledge.index.base import Hit
 from palaver.knowledge.index.impacts import Part, best
-from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms, worth_scoring
+from palaver.knowledge.index.sqlite import (
+    TEXT_SHARE,
+    SqliteSearchIndex,
+    query_terms,
+    worth_scoring,
+)
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.knowledge import fts_table
@@ -185,3 +190,14 @@ def test_the_best_rows_sum_their_parts_and_break_ties_by_row() -> None:
     assert best(parts, 10) == [(9, 2.5), (3, 2.0), (7, 2.0), (5, 1.0)]
     assert best(parts, 2) == [(9, 2.5), (3, 2.0)]
     assert best([part([], [])], 3) == []
+
+
+async def test_one_agents_kept_parts_stay_within_their_share_of_the_cache(db: Database) -> None:
+    limit = 3_000
+    index = SqliteSearchIndex(db, cache_bytes=limit * TEXT_SHARE)
+    rng = random.Random(8)
+    await add_document(db, index, AGENT, "doc_a", corpus(rng, 120))
+    for word in WORDS[4:]:
+        hits = await index.text_search(AGENT, word, 20)
+        assert_same_ranking(hits, await fts5_ranking(db, AGENT, word), 20)
+        assert index.cached_bytes() <= limit

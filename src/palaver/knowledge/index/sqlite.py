@@ -4,7 +4,10 @@ Each agent's current vectors of a kind are read into one float32 matrix on first
 then kept in step by the writes of this process, applied only after their transaction commits.
 A write that commits while a matrix is being read is queued and replayed once the read is
 done, so a matrix never misses a write. Below a million chunks an exact scan is fast enough
-(about 10 ms for 100,000 x 384) that no approximate index is worth its recall loss.
+that no approximate index is worth its recall loss; large matrices scan int8 copies of their
+rows first and score exactly only the rows that can be in the top (`int8_scan`), with the
+same answers. Text search adds up each term's BM25 part, asked of FTS5 once and kept until
+the agent's table changes (`impacts`).
 """
 
 from __future__ import annotations
@@ -92,9 +95,10 @@ agent's vocabulary as the index holds them."""
 
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 DEFAULT_IDLE_SECONDS = 3600.0
-TEXT_SHARE = 4
-"""One agent's kept text parts hold at most this fraction of the cache's bytes, so that a
-stream of new words cannot push every matrix out."""
+TEXT_SHARE = 16
+"""One agent's kept text parts hold at most this fraction of the cache's bytes (64 MB of the
+default 1 GB), so that a stream of new words cannot push every matrix out, and a server
+holding one agent of 100,000 chunks stays within 700 MB."""
 TEXT = "text"
 """The cache key's second half for an agent's text parts (matrices have their kind)."""
 
