@@ -4,10 +4,9 @@ Each agent's current vectors of a kind are read into one float32 matrix on first
 then kept in step by the writes of this process, applied only after their transaction commits.
 A write that commits while a matrix is being read is queued and replayed once the read is
 done, so a matrix never misses a write. Below a million chunks an exact scan is fast enough
-that no approximate index is worth its recall loss; large matrices scan int8 copies of their
-rows first and score exactly only the rows that can be in the top (`int8_scan`), with the
-same answers. Text search adds up each term's BM25 part, asked of FTS5 once and kept until
-the agent's table changes (`impacts`).
+(about 7 to 12 ms for 100,000 x 384) that no approximate index is worth its recall loss. Text
+search adds up each term's BM25 part, asked of FTS5 once and kept until the agent's table
+changes (`impacts`).
 """
 
 from __future__ import annotations
