@@ -17,7 +17,8 @@ from palaver.store.db import Database
 from tests.knowledge.helpers import AGENT
 
 SPACE = Space("test/int8", 64)
-ROWS = 3_000
+ROWS = 5_000
+"""More than one block of `int8_scan._BLOCK` rows."""
 
 
 def unit_rows(rows: np.ndarray) -> np.ndarray:

@@ -27,11 +27,13 @@ _MICROSOFT = "com.microsoft"
 
 _FIELDS: dict[str, list[tuple[str, int, str, bool]]] = {
     # message: (field, number, type or message name, repeated)
+    "StringStringEntryProto": [("key", 1, "string", False), ("value", 2, "string", False)],
     "TensorProto": [
         ("dims", 1, "int64", True),
         ("data_type", 2, "int32", False),
         ("name", 8, "string", False),
-        ("raw_data", 9, "bytes", False),
+        ("external_data", 13, "StringStringEntryProto", True),
+        ("data_location", 14, "int32", False),
     ],
     "NodeProto": [
         ("input", 1, "string", True),
@@ -60,7 +62,6 @@ _FIELDS: dict[str, list[tuple[str, int, str, bool]]] = {
     ],
 }
 _SCALARS = {
-    "bytes": descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
     "int32": descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
     "int64": descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
     "string": descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
@@ -70,7 +71,7 @@ _SCALARS = {
 @cache
 def model_class() -> Any:
     """The ModelProto message class, declared with only the fields the rewrites read and
-    `index.int8_scan` writes (its inputs' tensor types, its initializer's bytes)."""
+    `index.int8_scan` writes (its inputs' tensor types, its initializer held outside)."""
     file = descriptor_pb2.FileDescriptorProto(
         name="palaver_onnx_subset.proto", package="palaver_onnx", syntax="proto2"
     )
