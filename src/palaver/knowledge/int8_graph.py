@@ -27,7 +27,14 @@ _MICROSOFT = "com.microsoft"
 
 _FIELDS: dict[str, list[tuple[str, int, str, bool]]] = {
     # message: (field, number, type or message name, repeated)
-    "TensorProto": [("dims", 1, "int64", True), ("name", 8, "string", False)],
+    "StringStringEntryProto": [("key", 1, "string", False), ("value", 2, "string", False)],
+    "TensorProto": [
+        ("dims", 1, "int64", True),
+        ("data_type", 2, "int32", False),
+        ("name", 8, "string", False),
+        ("external_data", 13, "StringStringEntryProto", True),
+        ("data_location", 14, "int32", False),
+    ],
     "NodeProto": [
         ("input", 1, "string", True),
         ("output", 2, "string", True),
@@ -35,27 +42,36 @@ _FIELDS: dict[str, list[tuple[str, int, str, bool]]] = {
         ("op_type", 4, "string", False),
         ("domain", 7, "string", False),
     ],
-    "ValueInfoProto": [("name", 1, "string", False)],
+    "Dimension": [("dim_value", 1, "int64", False), ("dim_param", 2, "string", False)],
+    "TensorShapeProto": [("dim", 1, "Dimension", True)],
+    "TensorTypeProto": [("elem_type", 1, "int32", False), ("shape", 2, "TensorShapeProto", False)],
+    "TypeProto": [("tensor_type", 1, "TensorTypeProto", False)],
+    "ValueInfoProto": [("name", 1, "string", False), ("type", 2, "TypeProto", False)],
     "GraphProto": [
         ("node", 1, "NodeProto", True),
+        ("name", 2, "string", False),
         ("initializer", 5, "TensorProto", True),
+        ("input", 11, "ValueInfoProto", True),
         ("output", 12, "ValueInfoProto", True),
     ],
     "OperatorSetIdProto": [("domain", 1, "string", False), ("version", 2, "int64", False)],
     "ModelProto": [
+        ("ir_version", 1, "int64", False),
         ("graph", 7, "GraphProto", False),
         ("opset_import", 8, "OperatorSetIdProto", True),
     ],
 }
 _SCALARS = {
+    "int32": descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
     "int64": descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
     "string": descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
 }
 
 
 @cache
-def _model_class() -> Any:
-    """The ModelProto message class, declared with only the fields the rewrites read."""
+def model_class() -> Any:
+    """The ModelProto message class, declared with only the fields the rewrites read and
+    `index.int8_scan` writes (its inputs' tensor types, its initializer held outside)."""
     file = descriptor_pb2.FileDescriptorProto(
         name="palaver_onnx_subset.proto", package="palaver_onnx", syntax="proto2"
     )
@@ -81,7 +97,7 @@ def _model_class() -> Any:
 def fast_graph(model: bytes, quantize_activations: bool) -> bytes:
     """The model with the NaN guards dropped and, if asked, its int8 matrices multiplied in
     int8; raises ValueError when the graph is not the shape these rewrites expect."""
-    proto = _model_class().FromString(model)
+    proto = model_class().FromString(model)
     graph = proto.graph
     dropped = _drop_nan_guards(graph)
     gathered = _int8_gathers(graph)

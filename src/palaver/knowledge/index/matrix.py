@@ -2,7 +2,9 @@
 
 A search may run in a worker thread while the event loop applies writes, so it works on a
 snapshot: appends go past the snapshot's rows into spare capacity, while replacing or removing
-rows builds new arrays and lists, leaving every snapshot as it was.
+rows builds new arrays and lists, leaving every snapshot as it was. A large matrix may also
+hold a packed int8 scan of its rows (`int8_scan`), good for the rows it was made from while no
+row is replaced or removed (the matrix's `version`); rows appended since are scored exactly.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from palaver.knowledge.index import int8_scan
 from palaver.knowledge.index.base import Entry, Hit, Space
+from palaver.knowledge.index.int8_scan import PackedScan, encode_query
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -25,6 +29,9 @@ class Snapshot:
     ids: Sequence[str]
     channels: Sequence[str | None]
     types: Sequence[str | None]
+    version: int = 0
+    scan: PackedScan | None = None
+    """The packed int8 scan of the first rows, when it matches `version`."""
 
     @property
     def size(self) -> int:
@@ -38,12 +45,12 @@ class Snapshot:
         type: str | None = None,
     ) -> list[Hit]:
         """The best `limit` rows by dot product (cosine, rows being unit length); ties keep
-        insertion order so results are reproducible."""
+        insertion order so results are reproducible. Exact either way: with a packed scan the
+        int8 scores pick which rows are scored exactly (see `_prefiltered`)."""
         n = self.size
         if n == 0 or limit <= 0:
             return []
-        scores = self.matrix @ query
-        available = n
+        mask = None
         if channel_id is not None or type is not None:
             mask = np.fromiter(
                 (
@@ -53,14 +60,50 @@ class Snapshot:
                 dtype=bool,
                 count=n,
             )
-            scores = np.where(mask, scores, -np.inf)
-            available = int(mask.sum())
+        available = n if mask is None else int(mask.sum())
         k = min(limit, available)
         if k == 0:
             return []
+        if self.scan is not None and n - self.scan.rows <= n // 8:
+            rows, found = self._prefiltered(self.scan, query, k, mask)
+            return [Hit(self.ids[i], float(s)) for i, s in zip(rows, found, strict=True)]
+        scores = self.matrix @ query
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
         best = np.sort(np.argpartition(-scores, k - 1)[:k]) if k < n else np.arange(n)
         best = best[np.argsort(-scores[best], kind="stable")]
         return [Hit(self.ids[i], float(scores[i])) for i in best]
+
+    def _prefiltered(
+        self,
+        scan: PackedScan,
+        query: NDArray[np.float32],
+        k: int,
+        mask: NDArray[np.bool_] | None,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float32]]:
+        """The exact top `k` (rows, scores): the scan's best `CANDIDATES` and the rows
+        appended since it was made are scored in float32, then every other row whose int8
+        score plus its error bound reaches the k-th best of those; the rest cannot beat it."""
+        packed = scan.rows
+        query_codes, query_scale = encode_query(query)
+        approx = scan.approximate(query_codes, query_scale)
+        tail = np.arange(packed, self.size)
+        if mask is not None:
+            approx = np.where(mask[:packed], approx, -np.inf)
+            tail = tail[mask[packed:]]
+        depth = min(int(np.isfinite(approx).sum()), max(int8_scan.CANDIDATES, k))
+        picked = np.argpartition(-approx, depth - 1)[:depth] if depth else tail[:0]
+        rows = np.concatenate([picked, tail])
+        exact = self.matrix[rows] @ query
+        kth = np.partition(exact, rows.size - k)[rows.size - k]
+        reach = approx + scan.error_bounds(query, query_scale)
+        reach[picked] = -np.inf
+        extra = np.flatnonzero(reach >= kth)
+        if extra.size:
+            rows = np.concatenate([rows, extra])
+            exact = np.concatenate([exact, self.matrix[extra] @ query])
+        order = np.lexsort((rows, -exact))[:k]
+        return rows[order], exact[order]
 
 
 class VectorMatrix:
@@ -72,6 +115,11 @@ class VectorMatrix:
         self._channels: list[str | None] = []
         self._types: list[str | None] = []
         self._pos: dict[str, int] = {}
+        self.version = 0
+        """Counts replaced and removed rows: a packed scan holds for one version."""
+        self._scan: PackedScan | None = None
+        self.unpackable = False
+        """A packed scan could not be made: searches stay float32."""
 
     @classmethod
     def sized(cls, space: Space, rows: int) -> VectorMatrix:
@@ -83,15 +131,33 @@ class VectorMatrix:
     def nbytes(self) -> int:
         """Memory held by the vectors, spare capacity included (the id lists are small beside
         them: some 100 bytes a row against 1,536 for 384 floats)."""
-        return int(self._buf.nbytes) + 100 * self._n
+        scan = self._scan.nbytes if self._scan is not None else 0
+        return int(self._buf.nbytes) + 100 * self._n + scan
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self._buf[: self._n], self._ids, self._channels, self._types)
+        scan = self._scan if self._scan and self._scan.version == self.version else None
+        rows = self._buf[: self._n]
+        return Snapshot(rows, self._ids, self._channels, self._types, self.version, scan)
+
+    def needs_scan(self) -> bool:
+        """Large, and without a packed scan of its current version that covers nearly all of
+        its rows."""
+        if self._n < int8_scan.PREFILTER_ROWS or self.unpackable:
+            return False
+        scan = self._scan
+        return scan is None or scan.version != self.version or self._n - scan.rows > self._n // 8
+
+    def attach(self, scan: PackedScan) -> None:
+        """Keep `scan` if no row was replaced or removed since its snapshot was taken."""
+        if scan.version == self.version and scan.rows <= self._n:
+            self._scan = scan
 
     def upsert(self, entries: Sequence[Entry], vectors: NDArray[np.float32]) -> None:
         fresh = [(e, v) for e, v in zip(entries, vectors, strict=True) if e.id not in self._pos]
         known = [(e, v) for e, v in zip(entries, vectors, strict=True) if e.id in self._pos]
         if known:
+            self.version += 1
+            self._scan = None
             self._buf = self._buf.copy()
             self._channels = list(self._channels)
             self._types = list(self._types)
@@ -116,6 +182,8 @@ class VectorMatrix:
         drop = {self._pos[i] for i in ids if i in self._pos}
         if not drop:
             return
+        self.version += 1
+        self._scan = None
         keep = [row for row in range(self._n) if row not in drop]
         self._buf = self._buf[keep].copy() if keep else np.empty((1, self.space.dim), np.float32)
         self._ids = [self._ids[row] for row in keep]

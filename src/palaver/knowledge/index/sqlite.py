@@ -6,19 +6,22 @@ A write that commits while a matrix is being read is queued and replayed once th
 done, so a matrix never misses a write. Several nodes on one file (with Redis) are told of each
 other's writes: given the bus, each write announces its agent and kind after commit, and the
 other nodes drop that matrix, to be read again on its next search. Below a million chunks an
-exact scan is fast enough (about 10 ms for 100,000 x 384) that no approximate index is worth
-its recall loss.
+exact scan is fast enough (about 7 to 12 ms for 100,000 x 384; large matrices scan an int8
+copy first and re-score exactly) that no approximate index is worth its recall loss. Text
+search adds up each term's BM25 part, asked of FTS5 once and kept until the agent's table
+changes (`impacts`), which other nodes' writes change too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import numpy as np
@@ -41,13 +44,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.ids import new_id
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
-from palaver.knowledge.index.matrix import VectorMatrix
+from palaver.knowledge.index.impacts import TextParts, best, structure_stamp
+from palaver.knowledge.index.int8_scan import PackedScan
+from palaver.knowledge.index.matrix import Snapshot, VectorMatrix
 from palaver.store.db import Database, Tx
 from palaver.store.tables.knowledge import fts_ddl, fts_drop, fts_table
 from palaver.store.tables.knowledge import vectors as vector_rows
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+log = logging.getLogger(__name__)
 
 THREAD_THRESHOLD = 1_000_000
 """Matrix cells (rows x dim) from which a scan or a load goes to a worker thread: below it the
@@ -67,14 +74,7 @@ _LOAD_BATCH = 4096
 """Vector rows read at a time into a loading matrix: a 100,000-row matrix then needs 6 MB
 besides itself, where reading every row first took three times its size."""
 
-_TEXT_SEARCH = (
-    "SELECT c.id AS id, hit.rank AS rank FROM ("
-    "SELECT rowid, rank FROM {table} WHERE {table} MATCH :query ORDER BY rank LIMIT :limit"
-    ") AS hit JOIN chunks AS c ON c.seq = hit.rowid WHERE c.agent_id = :agent_id "
-    "ORDER BY hit.rank"
-)
-"""FTS5 ranks inside the agent's own table and keeps only the best `limit`; the join then
-reads those few chunks by primary key."""
+_CHUNK_IDS = "SELECT seq, id FROM chunks WHERE agent_id = :agent_id AND seq IN ({seqs})"
 _SHARED_TEXT_SEARCH = (
     "SELECT c.id AS id, bm25({table}) AS rank FROM {table} "
     "JOIN chunks AS c ON c.seq = {table}.rowid "
@@ -103,6 +103,12 @@ agent's vocabulary as the index holds them."""
 
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 DEFAULT_IDLE_SECONDS = 3600.0
+TEXT_SHARE = 16
+"""One agent's kept text parts hold at most this fraction of the cache's bytes (64 MB of the
+default 1 GB), so that a stream of new words cannot push every matrix out, and a server
+holding one agent of 100,000 chunks stays within 700 MB."""
+TEXT = "text"
+"""The cache key's second half for an agent's text parts (matrices have their kind)."""
 
 MatrixChange = Callable[[VectorMatrix], None]
 
@@ -160,14 +166,19 @@ class SqliteSearchIndex:
         self._idle_seconds = idle_seconds
         self._clock = clock
         self._matrices: dict[tuple[str, Kind], VectorMatrix] = {}
-        self._used: dict[tuple[str, Kind], float] = {}
-        """When each cached matrix was last searched, least recent first."""
+        self._parts: dict[str, TextParts] = {}
+        """Each agent's BM25 parts of the phrases it was searched for (see `impacts`)."""
+        self._used: dict[tuple[str, str], float] = {}
+        """When each cached matrix or agent's text parts were last searched, least recent
+        first."""
         self._loading: dict[tuple[str, Kind], list[MatrixChange]] = {}
         self._locks: dict[tuple[str, Kind], asyncio.Lock] = {}
         self._generations: dict[str, int] = {}
         self._texts: set[str] = set()
         self._term_counts: dict[str, _TermCounts] = {}
         """Agents known to have a text table."""
+        self._packing: set[tuple[str, Kind]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def put(
         self,
@@ -285,6 +296,8 @@ class SqliteSearchIndex:
         self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
         self._texts.discard(agent_id)
         self._term_counts.pop(agent_id, None)
+        self._parts.pop(agent_id, None)
+        self._used.pop((agent_id, TEXT), None)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
             self._used.pop((agent_id, kind), None)
@@ -302,12 +315,14 @@ class SqliteSearchIndex:
             self._used.pop((agent_id, kind), None)
 
     def cached_bytes(self) -> int:
-        return sum(matrix.nbytes for matrix in self._matrices.values())
+        matrices = sum(matrix.nbytes for matrix in self._matrices.values())
+        return matrices + sum(parts.nbytes for parts in list(self._parts.values()))
 
-    def _evict(self, keep: tuple[str, Kind]) -> None:
-        """Mark `keep` as just searched, then drop idle matrices and, least recently searched
-        first, those beyond the memory bound (never `keep`: a search needs it). Dropping is
-        safe at any time: writes reach only cached matrices, and the database has them all."""
+    def _evict(self, keep: tuple[str, str]) -> None:
+        """Mark `keep` as just searched, then drop idle matrices and text parts and, least
+        recently searched first, those beyond the memory bound (never `keep`: a search needs
+        it). Dropping is safe at any time: writes reach only cached matrices, text parts are
+        checked against the table on every search, and the database has them all."""
         now = self._clock()
         self._used.pop(keep, None)
         self._used[keep] = now
@@ -317,7 +332,11 @@ class SqliteSearchIndex:
                 continue
             if total <= self._cache_bytes and now - used < self._idle_seconds:
                 continue
-            dropped = self._matrices.pop(key, None)
+            dropped: TextParts | VectorMatrix | None
+            if key[1] == TEXT:
+                dropped = self._parts.pop(key[0], None)
+            else:
+                dropped = self._matrices.pop(cast("tuple[str, Kind]", key), None)
             del self._used[key]
             if dropped is not None:
                 total -= dropped.nbytes
@@ -326,29 +345,53 @@ class SqliteSearchIndex:
         self, agent_id: str, query: str, limit: int, *, visibility: str | None = None
     ) -> list[Hit]:
         """One read hop: the table check (until it is known), the terms worth scoring and the
-        search run together on one connection."""
+        search run together on one connection. A search of all the agent's chunks adds up the
+        kept BM25 parts of its terms (see `impacts`); one limited to a visibility asks FTS5,
+        which filters each match before the limit."""
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
         table = fts_table(agent_id)
         known = agent_id in self._texts
-        statement = text(
-            (_TEXT_SEARCH if visibility is None else _SHARED_TEXT_SEARCH).format(table=table)
-        )
+        shared = text(_SHARED_TEXT_SEARCH.format(table=table))
         params = {"agent_id": agent_id, "limit": limit, "visibility": visibility}
 
         def search(conn: Connection) -> list[Hit] | None:
             if not known and conn.execute(_FTS_EXISTS, {"name": table}).first() is None:
                 return None
             chosen = _informative(conn, table, agent_id, terms, self._term_counts)
-            rows = conn.execute(statement, {**params, "query": " OR ".join(chosen)})
+            if visibility is None:
+                return self._ranked(conn, agent_id, table, chosen, limit)
+            rows = conn.execute(shared, {**params, "query": " OR ".join(chosen)})
             return [Hit(row.id, -float(row.rank)) for row in rows]
 
         hits = await self._db.read_unit(search)
         if hits is None:
             return []
         self._texts.add(agent_id)
+        if visibility is None:
+            self._evict(keep=(agent_id, TEXT))
         return hits
+
+    def _ranked(
+        self, conn: Connection, agent_id: str, table: str, terms: list[str], limit: int
+    ) -> list[Hit]:
+        """The best `limit` chunks for the OR of `terms`, from the agent's kept parts, kept
+        afresh when the table changed since they were asked."""
+        stamp = structure_stamp(conn, table)
+        parts = self._parts.get(agent_id)
+        if parts is None or parts.stamp != stamp:
+            parts = self._parts[agent_id] = TextParts(stamp, self._cache_bytes // TEXT_SHARE)
+        ranked = best([parts.part(conn, table, term) for term in terms], limit)
+        if not ranked:
+            return []
+        seqs = {f"s{i}": seq for i, (seq, _) in enumerate(ranked)}
+        found = conn.execute(
+            text(_CHUNK_IDS.format(seqs=", ".join(f":{name}" for name in seqs))),
+            {"agent_id": agent_id, **seqs},
+        )
+        ids = {int(seq): chunk_id for seq, chunk_id in found}
+        return [Hit(ids[seq], score) for seq, score in ranked if seq in ids]
 
     async def _has_text(
         self, conn: AsyncConnection, agent_id: str, *, remember: bool = True
@@ -385,11 +428,40 @@ class SqliteSearchIndex:
         if tx is not None and self._bus is not None:
             snapshot = (await tx.conn.run_sync(self._loader(agent_id, kind, space))).snapshot()
         else:
-            snapshot = (await self._matrix(agent_id, kind, space)).snapshot()
+            matrix = await self._matrix(agent_id, kind, space)
+            snapshot = matrix.snapshot()
             self._evict(keep=(agent_id, kind))
+            if matrix.needs_scan():
+                self._pack((agent_id, kind), matrix, snapshot)
         if snapshot.size * space.dim < self._thread_threshold:
             return snapshot.top(query, limit, channel_id, type)
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
+
+    def _pack(self, key: tuple[str, Kind], matrix: VectorMatrix, snapshot: Snapshot) -> None:
+        """Make the matrix's packed int8 scan in a worker thread (0.2 s at 100,000 rows);
+        searches stay float32 until it is attached, and it is dropped with the matrix."""
+        if key in self._packing:
+            return
+        self._packing.add(key)
+
+        async def pack() -> None:
+            try:
+                scan = await anyio.to_thread.run_sync(PackedScan, snapshot.matrix, snapshot.version)
+            except Exception:
+                log.warning("no int8 scan for a matrix of %d rows", snapshot.size, exc_info=True)
+                matrix.unpackable = True
+            else:
+                matrix.attach(scan)
+            finally:
+                self._packing.discard(key)
+
+        task = asyncio.create_task(pack())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def packed(self) -> None:
+        """Wait for the int8 scans being made (for benchmarks and tests)."""
+        await asyncio.gather(*self._tasks)
 
     async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]:
         stale = func.sum(case((_stale(space), 1), else_=0))
