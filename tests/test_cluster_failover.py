@@ -126,7 +126,12 @@ def test_kill_9_of_the_node_running_a_reply_and_the_survivor_takes_over_and_keep
     kept = [m for m in history(cluster.owner, group["id"]) if m["id"] == reply_id]
     assert [(m["content"], m["metadata"]["interrupted"]) for m in kept] == [("Half an", True)]
 
-    served = [post(cluster.owner, group["id"], f"still here #{n}") for n in range(4)]
+    with Ws(survivor, cluster.owner.token) as late:
+        late.subscribe(group["id"])
+        served = [post(cluster.owner, group["id"], f"still here #{n}") for n in range(4)]
+        late.expect("message", content="still here #3")
+    # A socket that subscribes after the takeover is not replayed the dead node's stream.
+    assert not [e for e in late.seen if e["type"].startswith("stream_")]
     assert {_answered_by(cluster, r) for r in served} == {f"127.0.0.1:{survivor.port}"}
 
     def prompts() -> Counter[str]:

@@ -154,8 +154,12 @@ def create_app(config: Config) -> FastAPI:
         svc.bus.listen(svc.caches.on_event)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
-        await svc.bus.start()
-        await svc.scheduler.catch_up()
+        try:
+            await svc.bus.start()
+            await svc.scheduler.catch_up()
+        except BaseException:
+            await lease.stop()  # no heartbeat outlives a start that failed
+            raise
         svc.scheduler.start()
         warming = asyncio.create_task(warm_up(svc.db, svc.embedder))
         try:

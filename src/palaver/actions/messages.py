@@ -63,8 +63,12 @@ async def history_json(
 
 
 def _encode(svc: Services, message: Message) -> bytes:
+    """The message's JSON, kept unless it is an interrupted reply: the only kind of stored
+    message that changes (its slow node may still finish it), whose replacement's event could
+    come between a page's read and this."""
     encoded = orjson.dumps(message.as_json())
-    svc.caches.messages.put(message.id, encoded)
+    if not message.metadata.get("interrupted"):
+        svc.caches.messages.put(message.id, encoded)
     return encoded
 
 

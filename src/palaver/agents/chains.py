@@ -213,22 +213,23 @@ class ChainCoordinator:
             return await self._finish(chain, "error", str(reason))
         step.status = "completed"
         chain.handoffs += await self._add_handoffs(chain, channel, reply)
-        async with self.svc.db.read() as conn:
-            fresh = await chains_store.get(conn, chain.id)
-        if fresh is None or fresh.node_id != self.svc.node_id:
-            log.warning("chain %s was taken over while its step ran; left as it is", chain.id)
-            return False
-        chain.requested = fresh.requested
-        if chain.requested == "cancel":
-            return await self._finish(chain, "error", "cancelled")
-        if chain.next_step is None:
-            return await self._finish(chain, "completed", None)
-        if chain.requested == "pause":
-            return await self._finish(chain, "paused", None)
-        chain.updated_at = utcnow()
+        # Checked and saved in one write, so a sweep that took the chain meanwhile (another
+        # write) is either seen here or comes after, never undone by this save.
         async with self.svc.db.write() as tx:
-            await chains_store.save(tx.conn, chain)
-        return True
+            fresh = await chains_store.get(tx.conn, chain.id)
+            if fresh is None or fresh.node_id != self.svc.node_id:
+                log.warning("chain %s was taken over while its step ran; left as it is", chain.id)
+                return False
+            chain.requested = fresh.requested
+            ending = _ending(chain)
+            if ending is None:
+                chain.updated_at = utcnow()
+                await chains_store.save(tx.conn, chain)
+                return True
+            self._end(chain, *ending)
+            await chains_store.save(tx.conn, chain, settle_request=True)
+            tx.on_commit(lambda: self._announce(chain))
+        return False
 
     async def _held(self, chain: Chain, channel: Channel, step: Step) -> bool:
         """A hand-off waits for no one: a newer human message in the channel supersedes it."""
@@ -317,3 +318,14 @@ class ChainCoordinator:
 
 def _failed(reply: Message) -> bool:
     return bool(reply.metadata.get("error") or reply.metadata.get("cancelled"))
+
+
+def _ending(chain: Chain) -> tuple[str, str | None] | None:
+    """How a chain whose step just completed ends now (status, reason), if it does."""
+    if chain.requested == "cancel":
+        return "error", "cancelled"
+    if chain.next_step is None:
+        return "completed", None
+    if chain.requested == "pause":
+        return "paused", None
+    return None

@@ -165,10 +165,12 @@ class Hub:
             if stream is not None:
                 stream.parts.append(data["content"])
                 stream.seq = int(data.get("seq", stream.seq + 1))
-        elif kind == "stream_end":
+        elif kind in ("stream_end", "message"):
+            # A reply stored without its stream's end (its node died, another stored it as
+            # interrupted) ends its stream too: a later subscriber must not be replayed it.
             streams = self._streams.get(channel_id)
             if streams is not None:
-                streams.pop(data["messageId"], None)
+                streams.pop(str(data.get("messageId" if kind == "stream_end" else "id")), None)
                 if not streams:
                     del self._streams[channel_id]
 
