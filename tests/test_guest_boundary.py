@@ -60,7 +60,8 @@ def test_cancelling_a_reply_in_a_channel_the_guest_is_not_in_answers_as_an_unkno
     streaming = f"msg_{unique('draft')}"
     sql(
         server,
-        "INSERT INTO reply_drafts VALUES (?, ?, ?, '', '{}', "
+        "INSERT INTO reply_drafts (message_id, channel_id, agent_id, content, metadata, "
+        "started_at, updated_at) VALUES (?, ?, ?, '', '{}', "
         "'2024-05-01 12:00:00.000000', '2024-05-01 12:00:00.000000')",
         streaming,
         hidden["id"],
