@@ -130,10 +130,10 @@ async def test_int8_and_float_embeddings_agree_on_the_quality_set(
     embedder: LocalEmbedder, corpus: dict[str, bytes]
 ) -> None:
     """The int8 model may stand in for the float one: on the quality set's chunks (embedded as
-    ingest does, title first) every vector keeps a cosine of at least 0.99 with the float one
-    (0.999 on average); a question embedded as a query, on the graph that quantizes the
-    activations too, keeps at least 0.98 (0.99 on average); and exact-cosine
-    search finds the answering chunk in the top 5 for as many questions."""
+    ingest does, title first) and questions, every vector keeps a cosine of at least 0.98 with
+    the float one (0.99 on average; weights and activations are both int8); exact-cosine search
+    finds the answering chunk in the top 5 for as many questions; and a text gets the same
+    vector whether it is stored in a batch or asked as a query."""
     int8 = LocalEmbedder(precision="int8")
     assert int8.name == "local/all-MiniLM-L6-v2-int8" != embedder.name
     texts: list[str] = []
@@ -160,6 +160,8 @@ async def test_int8_and_float_embeddings_agree_on_the_quality_set(
         f"\nchunk cosine min {chunk_cosines.min():.4f} mean {chunk_cosines.mean():.4f}; query"
         f" min {query_cosines.min():.4f} mean {query_cosines.mean():.4f}; recall@{TOP} {found}"
     )
-    assert chunk_cosines.min() >= 0.99 and chunk_cosines.mean() >= 0.999
+    assert chunk_cosines.min() >= 0.98 and chunk_cosines.mean() >= 0.99
     assert query_cosines.min() >= 0.98 and query_cosines.mean() >= 0.99
     assert found[int8.name] >= found[embedder.name]
+    for i in (0, len(texts) // 2, len(texts) - 1):
+        assert np.array_equal(await int8.embed_query(texts[i]), int8_chunks[i])
