@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from palaver.knowledge.index import int8_scan
+from palaver.knowledge.index import int8_scan, sqlite
 from palaver.knowledge.index.base import Entry, Space
 from palaver.knowledge.index.int8_scan import PackedScan, encode_query
 from palaver.knowledge.index.matrix import VectorMatrix
@@ -150,3 +150,36 @@ async def test_the_index_packs_a_large_matrix_after_its_first_search_and_answers
     again = await index.vector_search(AGENT, "chunk", query, SPACE, 20)
     assert [h.id for h in again] == [h.id for h in first[1:]] + [again[-1].id]
     assert again[-1].id != first[0].id
+
+
+async def test_a_matrix_whose_rows_keep_changing_gets_a_new_scan_at_most_once_an_interval(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(int8_scan, "PREFILTER_ROWS", 500)
+    rng = np.random.default_rng(7)
+    rows = clustered(rng, 800)
+    index = SqliteSearchIndex(db)
+    entries = [Entry(f"chunk_{i}") for i in range(len(rows))]
+    async with db.write() as tx:
+        await index.put(tx, AGENT, "chunk", entries, rows, SPACE)
+    query = near(rows[3:4], rng, 0.1)[0]
+    await index.vector_search(AGENT, "chunk", query, SPACE, 20)
+    await index.packed()
+    matrix = index._matrices[(AGENT, "chunk")]
+    assert matrix.snapshot().scan is not None
+
+    async def replace_and_search(row: int) -> list[str]:
+        async with db.write() as tx:
+            await index.put(tx, AGENT, "chunk", [Entry(f"chunk_{row}")], -query[None, :], SPACE)
+        hits = await index.vector_search(AGENT, "chunk", query, SPACE, 20)
+        await index.packed()
+        return [h.id for h in hits]
+
+    for row in range(5):
+        hits = await replace_and_search(row)
+        assert matrix.snapshot().scan is None, "no new scan within the interval"
+        snapshot = matrix.snapshot()
+        assert hits == [snapshot.ids[i] for i in np.argsort(-(snapshot.matrix @ query))[:20]]
+    monkeypatch.setattr(sqlite, "PACK_INTERVAL_SECONDS", 0.0)
+    await replace_and_search(5)
+    assert matrix.snapshot().scan is not None, "once the interval is over, the next is made"

@@ -9,6 +9,7 @@ row is replaced or removed (the matrix's `version`); rows appended since are sco
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -120,6 +121,8 @@ class VectorMatrix:
         self._scan: PackedScan | None = None
         self.unpackable = False
         """A packed scan could not be made: searches stay float32."""
+        self.packed_at = -math.inf
+        """When the last packed scan was begun (`time.monotonic`)."""
 
     @classmethod
     def sized(cls, space: Space, rows: int) -> VectorMatrix:

@@ -101,6 +101,10 @@ _STEMMER = snowballstemmer.stemmer("porter")
 """The Porter algorithm that FTS5's `porter` tokenizer applies, to look query words up in an
 agent's vocabulary as the index holds them."""
 
+PACK_INTERVAL_SECONDS = 10.0
+"""A matrix gets a new int8 scan at most this often: an agent whose vectors are replaced or
+removed between every two searches would otherwise have one made (0.2 s of a core at 100,000
+rows) after each; in between, its searches are float32, exact and slower."""
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 DEFAULT_IDLE_SECONDS = 3600.0
 TEXT_SHARE = 16
@@ -438,11 +442,14 @@ class SqliteSearchIndex:
         return await anyio.to_thread.run_sync(snapshot.top, query, limit, channel_id, type)
 
     def _pack(self, key: tuple[str, Kind], matrix: VectorMatrix, snapshot: Snapshot) -> None:
-        """Make the matrix's packed int8 scan in a worker thread (0.2 s at 100,000 rows);
-        searches stay float32 until it is attached, and it is dropped with the matrix."""
-        if key in self._packing:
+        """Make the matrix's packed int8 scan in a worker thread (0.2 s at 100,000 rows), at
+        most once per `PACK_INTERVAL_SECONDS`; searches stay float32 until it is attached, and
+        it is dropped with the matrix."""
+        now = time.monotonic()
+        if key in self._packing or now - matrix.packed_at < PACK_INTERVAL_SECONDS:
             return
         self._packing.add(key)
+        matrix.packed_at = now
 
         async def pack() -> None:
             try:
