@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from palaver.knowledge.index import int8_scan, sqlite
-from palaver.knowledge.index.base import Entry, Space
+from palaver.knowledge.index.base import Entry, Hit, Space
 from palaver.knowledge.index.int8_scan import PackedScan, encode_query
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
@@ -126,11 +126,13 @@ def test_the_int8_error_stays_within_its_bound() -> None:
         assert np.median(bounds) < 0.05, "a bound this loose would score everything exactly"
 
 
-async def test_the_index_packs_a_large_matrix_after_its_first_search_and_answers_the_same(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def searched_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> tuple[SqliteSearchIndex, VectorMatrix, np.ndarray, list[Hit]]:
+    """An index of 800 clustered rows (packed from 500 on), searched once and packed: the
+    index, its matrix, the query and its first hits."""
     monkeypatch.setattr(int8_scan, "PREFILTER_ROWS", 500)
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(seed)
     rows = clustered(rng, 800)
     index = SqliteSearchIndex(db)
     entries = [Entry(f"chunk_{i}") for i in range(len(rows))]
@@ -141,6 +143,13 @@ async def test_the_index_packs_a_large_matrix_after_its_first_search_and_answers
     await index.packed()
     matrix = index._matrices[(AGENT, "chunk")]
     assert matrix.snapshot().scan is not None
+    return index, matrix, query, first
+
+
+async def test_the_index_packs_a_large_matrix_after_its_first_search_and_answers_the_same(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index, matrix, query, first = await searched_once(db, monkeypatch, 6)
     packed_hits = await index.vector_search(AGENT, "chunk", query, SPACE, 20)
     assert [h.id for h in packed_hits] == [h.id for h in first]
     assert np.allclose([h.score for h in packed_hits], [h.score for h in first], atol=1e-6)
@@ -155,18 +164,7 @@ async def test_the_index_packs_a_large_matrix_after_its_first_search_and_answers
 async def test_a_matrix_whose_rows_keep_changing_gets_a_new_scan_at_most_once_an_interval(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(int8_scan, "PREFILTER_ROWS", 500)
-    rng = np.random.default_rng(7)
-    rows = clustered(rng, 800)
-    index = SqliteSearchIndex(db)
-    entries = [Entry(f"chunk_{i}") for i in range(len(rows))]
-    async with db.write() as tx:
-        await index.put(tx, AGENT, "chunk", entries, rows, SPACE)
-    query = near(rows[3:4], rng, 0.1)[0]
-    await index.vector_search(AGENT, "chunk", query, SPACE, 20)
-    await index.packed()
-    matrix = index._matrices[(AGENT, "chunk")]
-    assert matrix.snapshot().scan is not None
+    index, matrix, query, _ = await searched_once(db, monkeypatch, 7)
 
     async def replace_and_search(row: int) -> list[str]:
         async with db.write() as tx:
