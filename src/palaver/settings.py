@@ -178,12 +178,17 @@ def _is_url_path(path: tuple[str, ...]) -> bool:
     return bool(path) and path[-1] in ("baseUrl", "url")
 
 
+def _is_string_map_path(path: tuple[str, ...]) -> bool:
+    """An MCP server's `env` or `headers`: free-form names, every value a secret."""
+    return len(path) == 3 and path[0] == "mcpServers" and path[2] in ("env", "headers")
+
+
 def _is_secret_path(path: tuple[str, ...]) -> bool:
     if not path:
         return False
     if path[-1] == "apiKey":
         return True
-    return len(path) == 4 and path[0] == "mcpServers" and path[2] in ("env", "headers")
+    return _is_string_map_path(path[:-1])
 
 
 def _walk(value: Any, path: tuple[str, ...], fn: Any) -> Any:
@@ -218,7 +223,8 @@ def _mask_value(path: tuple[str, ...], value: Any) -> Any:
 
 
 def merge(current: Settings, patch: dict[str, Any]) -> Settings:
-    """Deep-merge a partial update; a masked secret sent back unchanged keeps the stored one.
+    """Merge a partial update (JSON Merge Patch for the free-form maps: `null` removes an
+    entry); a masked secret sent back unchanged keeps the stored one.
 
     Raises pydantic.ValidationError for unknown keys or bad values.
     """
@@ -226,20 +232,20 @@ def merge(current: Settings, patch: dict[str, Any]) -> Settings:
     return Settings.model_validate(_deep_merge(base, patch, ()))
 
 
-_MAPS = {("providers",), ("mcpServers",)}
-"""Maps whose entries a patch removes by sending null."""
+def _is_removable_path(path: tuple[str, ...]) -> bool:
+    """Maps whose entries a patch removes by sending null: providers, MCP servers, and an MCP
+    server's `env` and `headers`. Elsewhere null is a value, refused where a field takes none."""
+    return path in (("providers",), ("mcpServers",)) or _is_string_map_path(path)
 
 
 def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
+    if isinstance(patch, dict) and (isinstance(base, dict) or base is None):
+        out = dict(base or {})
         for key, value in patch.items():
-            if value is None and path in _MAPS:
+            if value is None and _is_removable_path(path):
                 out.pop(key, None)
-            elif key in base:
-                out[key] = _deep_merge(base[key], value, (*path, key))
             else:
-                out[key] = value
+                out[key] = _deep_merge(out.get(key), value, (*path, key))
         return out
     if _is_args_path(path) and isinstance(patch, list) and isinstance(base, list):
         return base if patch != base and patch == _mask_args(base) else patch

@@ -124,3 +124,34 @@ def test_in_a_channel_with_a_guest_mcp_tools_are_offered_only_if_shared_with_gue
             owner.ok(
                 "PUT", "/api/settings", json={"mcpServers": {"web": {"availableToGuests": False}}}
             )
+
+
+def test_an_env_var_removed_in_the_settings_is_gone_from_the_restarted_server(
+    make_room: Any, fake_openai: FakeOpenAI, owner: Api
+) -> None:
+    command, args = stdio_command()
+    server_id = unique("envy")
+    env = {"KEEP_ME": "kept", "DROP_ME": "dropped"}
+    owner.ok(
+        "PUT",
+        "/api/settings",
+        json={"mcpServers": {server_id: {"command": command, "args": args, "env": env}}},
+    )
+    try:
+        room: Room = make_room({"name": unique("Envy"), "tools": [f"mcp:{server_id}:env"]})
+        tool = f"mcp__{server_id}__env"
+        for expected in (["kept", "dropped"], ["kept", ""]):
+            fake_openai.enqueue(
+                tool_calls(
+                    tool_call(tool, {"name": "KEEP_ME"}), tool_call(tool, {"name": "DROP_ME"})
+                ),
+                text("Read."),
+            )
+            room.post(f"@{room.agents[0]['name']} read the environment")
+            assert room.reply(timeout=60)["data"]["content"] == "Read."
+            assert results(room)[-2:] == expected
+            owner.ok(
+                "PUT", "/api/settings", json={"mcpServers": {server_id: {"env": {"DROP_ME": None}}}}
+            )
+    finally:
+        owner.ok("PUT", "/api/settings", json={"mcpServers": {server_id: None}})
