@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from tests.fakes.mcp_server import stdio_command
+from tests.fakes.mcp_server import configured_stdio
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support import Api, Server, unique
 from tests.web.conftest import Browse, log_in
@@ -82,14 +82,8 @@ def test_an_env_var_deleted_in_the_screen_is_gone_after_saving_and_reloading(
     browse: Browse, web_server: Server, web_owner: Api
 ) -> None:
     server_id = unique("envs")
-    command, args = stdio_command()
     env = {"KEEP_TOKEN": "kept-secret-value-1234", "DROP_TOKEN": "dropped-secret-5678"}
-    web_owner.ok(
-        "PUT",
-        "/api/settings",
-        json={"mcpServers": {server_id: {"command": command, "args": args, "env": env}}},
-    )
-    try:
+    with configured_stdio(web_owner, server_id, env):
         page = browse.page()
         log_in(page, web_server.owner_key, "/admin/settings")
         card = page.get_by_role("form", name=f"MCP server {server_id}")
@@ -114,8 +108,6 @@ def test_an_env_var_deleted_in_the_screen_is_gone_after_saving_and_reloading(
         expect(field).to_have_value("KEEP_TOKEN=••••1234")
         shown = web_owner.ok("GET", "/api/settings")["settings"]["mcpServers"][server_id]
         assert shown["env"] == {"KEEP_TOKEN": "••••1234"}
-    finally:
-        web_owner.ok("PUT", "/api/settings", json={"mcpServers": {server_id: None}})
 
 
 def test_the_base_url_hint_follows_the_provider_type(
