@@ -219,6 +219,24 @@ def test_null_removes_an_env_var_or_header_of_an_mcp_server(
     assert _stored(server)["mcpServers"][mcp]["headers"] == {"B": "2", "C": "3"}
 
 
+def test_a_masked_value_under_another_name_answers_400_and_keeps_the_secret(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    secret = unique("secret-") + "WXYZ"
+    _put(owner, {"mcpServers": {mcp: {"command": "srv", "env": {"OLD_NAME": secret}}}})
+    before = _stored(server)
+    for patch in (
+        {"mcpServers": {mcp: {"env": {"OLD_NAME": None, "NEW_NAME": MASK + "WXYZ"}}}},
+        {"providers": {provider: {"type": "openai", "apiKey": MASK + "WXYZ"}}},
+    ):
+        response = owner.put("/api/settings", json=patch)
+        assert response.status_code == 400, response.text
+        assert set(response.json()) - {"field"} == {"error"}
+        assert "send the secret itself" in response.json()["error"]
+        assert _stored(server) == before
+
+
 def test_null_for_an_entry_that_is_not_there_changes_nothing(
     server: Server, owner: Api, ids: tuple[str, str]
 ) -> None:

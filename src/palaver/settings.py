@@ -9,7 +9,8 @@ import re
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 SECRET_MASK = "••••"  # noqa: S105 - the mask shown in place of a secret, not a secret
 SHOWN_TAIL = 4
@@ -254,4 +255,19 @@ def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
             return base
         if _is_url_path(path) and patch == mask_url(base):
             return base
+    masked = _is_secret_path(path) and isinstance(patch, str) and patch.startswith(SECRET_MASK)
+    if masked and patch != base:
+        raise _masked_without_secret(path)
     return patch
+
+
+def _masked_without_secret(path: tuple[str, ...]) -> ValidationError:
+    """A masked value that is not the mask of the secret stored at its place (a renamed env var,
+    a secret changed meanwhile): kept, it would replace the secret with its mask."""
+    error = PydanticCustomError(
+        "masked_secret",
+        "a masked value keeps only the secret stored under the same name; send the secret itself",
+    )
+    return ValidationError.from_exception_data(
+        "Settings", [InitErrorDetails(type=error, loc=path, input=SECRET_MASK)]
+    )
