@@ -198,6 +198,55 @@ def test_null_removes_an_entry_of_a_map(owner: Api, ids: tuple[str, str]) -> Non
     assert provider not in _put(owner, {"providers": {provider: None}})["providers"]
 
 
+def test_null_removes_an_env_var_or_header_of_an_mcp_server(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    _, mcp = ids
+    keep, gone = unique("keep-") + "KEEP", unique("gone-") + "GONE"
+    _put(owner, {"mcpServers": {mcp: {"command": "srv", "env": {"KEEP": keep, "GONE": gone}}}})
+    shown = owner.ok("GET", "/api/settings")["settings"]["mcpServers"][mcp]
+    shown["env"]["GONE"] = None
+    after = _put(owner, {"mcpServers": {mcp: shown}})
+    assert after["mcpServers"][mcp]["env"] == {"KEEP": MASK + "KEEP"}
+    assert owner.ok("GET", "/api/settings")["settings"]["mcpServers"][mcp]["env"] == {
+        "KEEP": MASK + "KEEP"
+    }
+    assert _stored(server)["mcpServers"][mcp]["env"] == {"KEEP": keep}
+
+    headers = {"A": "1", "B": "2"}
+    _put(owner, {"mcpServers": {mcp: {"url": "http://mcp.example", "headers": headers}}})
+    _put(owner, {"mcpServers": {mcp: {"headers": {"A": None, "C": "3"}}}})
+    assert _stored(server)["mcpServers"][mcp]["headers"] == {"B": "2", "C": "3"}
+
+
+def test_a_masked_value_under_another_name_answers_400_and_keeps_the_secret(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    provider, mcp = ids
+    secret = unique("secret-") + "WXYZ"
+    _put(owner, {"mcpServers": {mcp: {"command": "srv", "env": {"OLD_NAME": secret}}}})
+    before = _stored(server)
+    for patch in (
+        {"mcpServers": {mcp: {"env": {"OLD_NAME": None, "NEW_NAME": MASK + "WXYZ"}}}},
+        {"providers": {provider: {"type": "openai", "apiKey": MASK + "WXYZ"}}},
+    ):
+        response = owner.put("/api/settings", json=patch)
+        assert response.status_code == 400, response.text
+        assert set(response.json()) - {"field"} == {"error"}
+        assert "send the secret itself" in response.json()["error"]
+        assert _stored(server) == before
+
+
+def test_null_for_an_entry_that_is_not_there_changes_nothing(
+    server: Server, owner: Api, ids: tuple[str, str]
+) -> None:
+    _, mcp = ids
+    patch = {"mcpServers": {mcp: {"command": "srv", "env": {"NEW": "value", "NEVER": None}}}}
+    assert _put(owner, patch)["mcpServers"][mcp]["env"] == {"NEW": MASK}
+    _put(owner, {"mcpServers": {mcp: {"env": {"NEVER": None}}}})
+    assert _stored(server)["mcpServers"][mcp]["env"] == {"NEW": "value"}
+
+
 @pytest.mark.parametrize(
     "patch",
     [
@@ -232,6 +281,13 @@ def test_unknown_keys_answer_400_naming_the_key(
         {"providers": {"PROVIDER": {"type": "closedai"}}},
         {"providers": {"PROVIDER": {"apiKey": "a provider needs a type"}}},
         {"providers": None},
+        {"mcpServers": {"MCP": {"env": None}}},
+        {"mcpServers": {"MCP": {"headers": None}}},
+        {"mcpServers": {"MCP": {"args": None}}},
+        {"mcpServers": {"MCP": {"env": {"PORT": 8080}}}},
+        {"mcpServers": {"MCP": {"env": {"A": {"B": None}}}}},
+        {"mcpServers": {"MCP": {"headers": {"X-Team": ["blue"]}}}},
+        {"limits": {"messagesPerMinute": None}},
         ["not", "an", "object"],
     ],
     ids=[
@@ -244,13 +300,21 @@ def test_unknown_keys_answer_400_naming_the_key(
         "provider-type",
         "no-type",
         "null-map",
+        "null-env",
+        "null-headers",
+        "null-args",
+        "number-env-value",
+        "object-env-value",
+        "list-header-value",
+        "null-limit",
         "list",
     ],
 )
 def test_invalid_values_answer_400_and_change_nothing(
     server: Server, owner: Api, ids: tuple[str, str], patch: Any
 ) -> None:
-    patch = json.loads(json.dumps(patch).replace("PROVIDER", ids[0]))
+    patch = json.loads(json.dumps(patch).replace("PROVIDER", ids[0]).replace("MCP", ids[1]))
+    _put(owner, {"mcpServers": {ids[1]: {"command": "srv", "env": {"A": "1"}}}})
     before = _stored(server)
     response = owner.put("/api/settings", json=patch)
     assert response.status_code == 400, response.text

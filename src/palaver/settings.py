@@ -9,7 +9,8 @@ import re
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 SECRET_MASK = "••••"  # noqa: S105 - the mask shown in place of a secret, not a secret
 SHOWN_TAIL = 4
@@ -178,12 +179,17 @@ def _is_url_path(path: tuple[str, ...]) -> bool:
     return bool(path) and path[-1] in ("baseUrl", "url")
 
 
+def _is_string_map_path(path: tuple[str, ...]) -> bool:
+    """An MCP server's `env` or `headers`: free-form names, every value a secret."""
+    return len(path) == 3 and path[0] == "mcpServers" and path[2] in ("env", "headers")
+
+
 def _is_secret_path(path: tuple[str, ...]) -> bool:
     if not path:
         return False
     if path[-1] == "apiKey":
         return True
-    return len(path) == 4 and path[0] == "mcpServers" and path[2] in ("env", "headers")
+    return _is_string_map_path(path[:-1])
 
 
 def _walk(value: Any, path: tuple[str, ...], fn: Any) -> Any:
@@ -218,7 +224,8 @@ def _mask_value(path: tuple[str, ...], value: Any) -> Any:
 
 
 def merge(current: Settings, patch: dict[str, Any]) -> Settings:
-    """Deep-merge a partial update; a masked secret sent back unchanged keeps the stored one.
+    """Merge a partial update (JSON Merge Patch for the free-form maps: `null` removes an
+    entry); a masked secret sent back unchanged keeps the stored one.
 
     Raises pydantic.ValidationError for unknown keys or bad values.
     """
@@ -226,20 +233,20 @@ def merge(current: Settings, patch: dict[str, Any]) -> Settings:
     return Settings.model_validate(_deep_merge(base, patch, ()))
 
 
-_MAPS = {("providers",), ("mcpServers",)}
-"""Maps whose entries a patch removes by sending null."""
+def _is_removable_path(path: tuple[str, ...]) -> bool:
+    """Maps whose entries a patch removes by sending null: providers, MCP servers, and an MCP
+    server's `env` and `headers`. Elsewhere null is a value, refused where a field takes none."""
+    return path in (("providers",), ("mcpServers",)) or _is_string_map_path(path)
 
 
 def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
+    if isinstance(patch, dict) and (isinstance(base, dict) or base is None):
+        out = dict(base or {})
         for key, value in patch.items():
-            if value is None and path in _MAPS:
+            if value is None and _is_removable_path(path):
                 out.pop(key, None)
-            elif key in base:
-                out[key] = _deep_merge(base[key], value, (*path, key))
             else:
-                out[key] = value
+                out[key] = _deep_merge(out.get(key), value, (*path, key))
         return out
     if _is_args_path(path) and isinstance(patch, list) and isinstance(base, list):
         return base if patch != base and patch == _mask_args(base) else patch
@@ -248,4 +255,19 @@ def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:
             return base
         if _is_url_path(path) and patch == mask_url(base):
             return base
+    masked = _is_secret_path(path) and isinstance(patch, str) and patch.startswith(SECRET_MASK)
+    if masked and patch != base:
+        raise _masked_without_secret(path)
     return patch
+
+
+def _masked_without_secret(path: tuple[str, ...]) -> ValidationError:
+    """A masked value that is not the mask of the secret stored at its place (a renamed env var,
+    a secret changed meanwhile): kept, it would replace the secret with its mask."""
+    error = PydanticCustomError(
+        "masked_secret",
+        "a masked value keeps only the secret stored under the same name; send the secret itself",
+    )
+    return ValidationError.from_exception_data(
+        "Settings", [InitErrorDetails(type=error, loc=path, input=SECRET_MASK)]
+    )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.agents.conftest import Room
-from tests.fakes.mcp_server import HttpServer, serve_http, stdio_command
+from tests.fakes.mcp_server import HttpServer, configured_stdio, serve_http, stdio_command
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text, tool_call, tool_calls
 from tests.support import Api, Guest, Server, Ws, new_channel, unique
@@ -123,4 +123,27 @@ def test_in_a_channel_with_a_guest_mcp_tools_are_offered_only_if_shared_with_gue
         finally:
             owner.ok(
                 "PUT", "/api/settings", json={"mcpServers": {"web": {"availableToGuests": False}}}
+            )
+
+
+def test_an_env_var_removed_in_the_settings_is_gone_from_the_restarted_server(
+    make_room: Any, fake_openai: FakeOpenAI, owner: Api
+) -> None:
+    server_id = unique("envy")
+    env = {"KEEP_ME": "kept", "DROP_ME": "dropped"}
+    with configured_stdio(owner, server_id, env):
+        room: Room = make_room({"name": unique("Envy"), "tools": [f"mcp:{server_id}:env"]})
+        tool = f"mcp__{server_id}__env"
+        for expected in (["kept", "dropped"], ["kept", ""]):
+            fake_openai.enqueue(
+                tool_calls(
+                    tool_call(tool, {"name": "KEEP_ME"}), tool_call(tool, {"name": "DROP_ME"})
+                ),
+                text("Read."),
+            )
+            room.post(f"@{room.agents[0]['name']} read the environment")
+            assert room.reply(timeout=60)["data"]["content"] == "Read."
+            assert results(room)[-2:] == expected
+            owner.ok(
+                "PUT", "/api/settings", json={"mcpServers": {server_id: {"env": {"DROP_ME": None}}}}
             )

@@ -21,10 +21,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+if TYPE_CHECKING:  # run as a script, this file cannot import the tests package
+    from tests.support import Api
 
 SCRIPT = os.path.abspath(__file__)
 
@@ -75,6 +79,19 @@ def build_server() -> MCPServer:
 def stdio_command() -> tuple[str, list[str]]:
     """The command and arguments that start this server over stdio."""
     return sys.executable, [SCRIPT]
+
+
+@contextmanager
+def configured_stdio(owner: Api, server_id: str, env: dict[str, str]) -> Iterator[None]:
+    """This server saved in the settings as `server_id`, started with `env`; removed when the
+    block ends."""
+    command, args = stdio_command()
+    entry = {"command": command, "args": args, "env": env}
+    owner.ok("PUT", "/api/settings", json={"mcpServers": {server_id: entry}})
+    try:
+        yield
+    finally:
+        owner.ok("PUT", "/api/settings", json={"mcpServers": {server_id: None}})
 
 
 def _serve_http() -> None:

@@ -1,5 +1,6 @@
 """The settings screen: a provider added in the page, its connection tested (the provider's
-own error for a wrong key, its models for the right one), secrets only ever shown masked."""
+own error for a wrong key, its models for the right one), secrets only ever shown masked, an
+MCP server's env var deleted in the page gone for good, hints that follow the provider type."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
+from tests.fakes.mcp_server import configured_stdio
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support import Api, Server, unique
 from tests.web.conftest import Browse, log_in
@@ -74,3 +76,63 @@ def test_limits_and_the_session_lifetime_are_saved_from_the_page(
     web_owner.ok(
         "PUT", "/api/settings", json={"sessionIdleDays": 30, "limits": {"guestSchedules": 5}}
     )
+
+
+def test_an_env_var_deleted_in_the_screen_is_gone_after_saving_and_reloading(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    server_id = unique("envs")
+    env = {"KEEP_TOKEN": "kept-secret-value-1234", "DROP_TOKEN": "dropped-secret-5678"}
+    with configured_stdio(web_owner, server_id, env):
+        page = browse.page()
+        log_in(page, web_server.owner_key, "/admin/settings")
+        card = page.get_by_role("form", name=f"MCP server {server_id}")
+        field = card.get_by_label("Environment, NAME=value per line")
+        expect(field).to_have_value("KEEP_TOKEN=••••1234\nDROP_TOKEN=••••5678")
+
+        field.fill("KEPT_UNDER_A_NEW_NAME=••••1234")
+        card.get_by_role("button", name="Save").click()
+        expect(card.get_by_role("alert")).to_have_text(
+            "Type the value of KEPT_UNDER_A_NEW_NAME again."
+        )
+
+        field.fill("KEEP_TOKEN=••••1234")
+        card.get_by_role("button", name="Save").click()
+        expect(
+            page.get_by_role("status").filter(has_text=f"MCP server {server_id} saved.")
+        ).to_be_visible()
+        page.reload()
+        field = page.get_by_role("form", name=f"MCP server {server_id}").get_by_label(
+            "Environment, NAME=value per line"
+        )
+        expect(field).to_have_value("KEEP_TOKEN=••••1234")
+        shown = web_owner.ok("GET", "/api/settings")["settings"]["mcpServers"][server_id]
+        assert shown["env"] == {"KEEP_TOKEN": "••••1234"}
+
+
+def test_the_base_url_hint_follows_the_provider_type(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    provider = unique("claude")
+    web_owner.ok("PUT", "/api/settings", json={"providers": {provider: {"type": "anthropic"}}})
+    try:
+        page = browse.page()
+        log_in(page, web_server.owner_key, "/admin/settings")
+        saved = page.get_by_role("form", name=f"Provider {provider}")
+        expect(saved.get_by_label("Base URL")).to_have_attribute(
+            "placeholder", "https://api.anthropic.com"
+        )
+        expect(saved.get_by_label("Base URL")).to_have_accessible_description(
+            "Empty for Anthropic's API."
+        )
+
+        page.get_by_role("button", name="Add provider").click()
+        card = page.get_by_role("form", name="New provider")
+        base_url = card.get_by_label("Base URL")
+        expect(base_url).to_have_attribute("placeholder", "https://api.openai.com/v1")
+        card.get_by_label("Type").select_option("anthropic")
+        expect(base_url).to_have_attribute("placeholder", "https://api.anthropic.com")
+        expect(card.get_by_label("Id")).to_have_attribute("placeholder", "e.g. anthropic")
+        expect(base_url).to_have_accessible_description("Empty for Anthropic's API.")
+    finally:
+        web_owner.ok("PUT", "/api/settings", json={"providers": {provider: None}})

@@ -31,9 +31,14 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
 
 def _patch_schema() -> dict[str, Any]:
     """The settings as a patch: every field optional, merged into the stored settings, and a
-    provider or MCP server removed by sending null in its place."""
+    provider, an MCP server or one of its `env` or `headers` entries removed by sending null
+    in its place."""
     full = Settings.model_json_schema()
     schema: dict[str, Any] = _inline(full, full.get("$defs", {}))
+    server = schema["properties"]["mcpServers"]["additionalProperties"]["properties"]
+    for name in ("env", "headers"):
+        server[name]["additionalProperties"] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+        server[name]["description"] = "Merged by name; an entry set to null is removed."
     for name in ("providers", "mcpServers"):
         entry = schema["properties"][name]["additionalProperties"]
         schema["properties"][name]["additionalProperties"] = {"anyOf": [entry, {"type": "null"}]}

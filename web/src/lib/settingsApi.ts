@@ -6,6 +6,9 @@
 import { request } from "./api";
 import type { Channel, User } from "./types";
 
+/** What a secret's masked form starts with. */
+export const SECRET_MASK = "••••";
+
 export interface ScheduleRun {
   status: "fired" | "skipped";
   reason: string | null;
@@ -75,16 +78,30 @@ export interface Settings {
   sessionIdleDays: number;
 }
 
+/** A name-to-value map as a patch: an entry set to null is removed, one left out is kept. */
+export type MapPatch = Record<string, string | null>;
+
+/** An MCP server as a patch: its `env` and `headers` merge by name (null removes an entry). */
+export type McpServerPatch = Omit<McpServerConfig, "env" | "headers"> & { env: MapPatch; headers: MapPatch };
+
 /** A patch: only the parts sent change; a provider or MCP server set to null is removed. */
 export type SettingsPatch = {
   providers?: Record<string, ProviderConfig | null>;
-  mcpServers?: Record<string, McpServerConfig | null>;
+  mcpServers?: Record<string, McpServerPatch | null>;
   defaultModel?: string;
   embedding?: Settings["embedding"];
   webSearch?: Settings["webSearch"];
   limits?: Partial<Limits>;
   sessionIdleDays?: number;
 };
+
+/** What turns the saved map `before` into `after`: every entry of `after`, and null for each
+ * saved name no longer there (the server keeps entries a patch leaves out). */
+export function mapPatch(before: Record<string, string>, after: Record<string, string>): MapPatch {
+  const patch: MapPatch = { ...after };
+  for (const name of Object.keys(before)) if (!(name in after)) patch[name] = null;
+  return patch;
+}
 
 export interface ProviderTest {
   ok: boolean;
