@@ -489,3 +489,6 @@ def test_a_query_keeps_a_word_it_can_match_when_its_rare_words_match_nothing() -
     assert worth_scoring({'"chain"': 3, '"oil"': 40, '"the"': 90}, 100) == ['"chain"', '"oil"']
     assert worth_scoring({'"the"': 90, '"a"': 95}, 100) == ['"the"']
     assert worth_scoring({'"zebra"': 0}, 100) == ['"zebra"']
+    assert worth_scoring({'"the"': 60_000, '"a"': 95_000}, 100_000) == []
+    assert worth_scoring({'"the"': 60_000}, 100_000) == []
+    assert worth_scoring({'"the"': 15_000, '"a"': 19_000}, 25_000) == ['"the"']

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from sqlalchemy import Connection, text
 from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
+from palaver.knowledge.index import impacts
 from palaver.knowledge.index.base import Hit
 from palaver.knowledge.index.impacts import Part, best
 from palaver.knowledge.index.sqlite import (
@@ -201,3 +203,36 @@ async def test_one_agents_kept_parts_stay_within_their_share_of_the_cache(db: Da
         hits = await index.text_search(AGENT, word, 20)
         assert_same_ranking(hits, await fts5_ranking(db, AGENT, word), 20)
         assert index.cached_bytes() <= limit
+
+
+@pytest.mark.parametrize("common_rows", [40, 60, 90])
+async def test_common_words_scored_only_where_they_can_reach_the_top_rank_as_fts5(
+    db: Database, index: SqliteSearchIndex, monkeypatch: pytest.MonkeyPatch, common_rows: int
+) -> None:
+    """A common word not kept is scored only for the rows it could lift into the top, from
+    its instances and the rows' lengths: the ranking and scores are still FTS5's own."""
+    monkeypatch.setattr(impacts, "COMMON_ROWS", common_rows)
+    pruned: list[bool] = []
+    real = impacts._pruned
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        pruned.append(found is not None)
+        return found
+
+    monkeypatch.setattr(impacts, "_pruned", spy)
+    rng = random.Random(21)
+    for n in range(4):
+        await add_document(db, index, AGENT, f"doc_a{n}", corpus(rng, 60))
+    await add_document(db, index, OTHER_AGENT, "doc_b", corpus(rng, 100))
+    for query in queries(rng, 80):
+        reference = await fts5_ranking(db, AGENT, query)
+        for limit in (20, 5):
+            index._parts.clear()  # every word new to the index, as after a write
+            assert_same_ranking(await index.text_search(AGENT, query, limit), reference, limit)
+    assert sum(pruned) >= 5, f"the common words were scored in part {sum(pruned)} times"
+    kept = index._parts[AGENT]
+    unfinished = set(kept.unfinished)
+    assert unfinished, "the last search scored a common word in part"
+    await index.packed()
+    assert not kept.unfinished and all(kept.holds(phrase) for phrase in unfinished)

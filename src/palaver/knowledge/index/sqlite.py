@@ -21,6 +21,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -43,8 +44,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.ids import new_id
+from palaver.knowledge.index import impacts
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
-from palaver.knowledge.index.impacts import TextParts, best, structure_stamp
+from palaver.knowledge.index.impacts import TextParts, Word, structure_stamp
 from palaver.knowledge.index.int8_scan import PackedScan
 from palaver.knowledge.index.matrix import Snapshot, VectorMatrix
 from palaver.store.db import Database, Tx
@@ -126,16 +128,26 @@ def query_terms(query: str) -> list[str]:
     return [f'"{w}"' for w in list(words)[:_MAX_TERMS]]
 
 
+UNHELPFUL_ROWS = 20_000
+"""A word in half an agent's chunks or more is not searched by text when it is in this many
+rows, even if the query has no other word: FTS5 floors its IDF, so BM25 ranks the rows holding
+it by its count and their lengths only, and scoring them costs some 1.1 us a row (145 ms for a
+word in all of 100,000 chunks). Vector search still answers such a query."""
+
+
 def worth_scoring(rows: dict[str, int], chunks: int) -> list[str]:
     """The terms (in query order) found in fewer than half of `chunks` rows. Should none of
     those be found at all, the rarest term that is found joins them: a small agent's every
-    word may sit in half its chunks (one of two), and a query must still match by its words."""
+    word may sit in half its chunks (one of two), and a query must still match by its words;
+    unless it is in `UNHELPFUL_ROWS` rows or more, and then no term is worth scoring."""
     half = (chunks + 1) // 2
     chosen = [t for t in rows if rows[t] < half]
     if not any(rows[t] for t in chosen):
         found = [t for t in rows if rows[t]]
         if found:
             rarest = min(found, key=rows.__getitem__)
+            if rows[rarest] >= UNHELPFUL_ROWS:
+                return []
             chosen = [t for t in rows if t in chosen or t == rarest]
     return chosen or list(rows)[:1]
 
@@ -183,6 +195,7 @@ class SqliteSearchIndex:
         """Agents known to have a text table."""
         self._packing: set[tuple[str, Kind]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._finishing: set[str] = set()
 
     async def put(
         self,
@@ -364,6 +377,8 @@ class SqliteSearchIndex:
             if not known and conn.execute(_FTS_EXISTS, {"name": table}).first() is None:
                 return None
             chosen = _informative(conn, table, agent_id, terms, self._term_counts)
+            if not chosen:
+                return []
             if visibility is None:
                 return self._ranked(conn, agent_id, table, chosen, limit)
             rows = conn.execute(shared, {**params, "query": " OR ".join(chosen)})
@@ -375,7 +390,27 @@ class SqliteSearchIndex:
         self._texts.add(agent_id)
         if visibility is None:
             self._evict(keep=(agent_id, TEXT))
+            self._finish_parts(agent_id, table)
         return hits
+
+    def _finish_parts(self, agent_id: str, table: str) -> None:
+        """Ask FTS5, in the background, for the whole parts of the words a search scored only
+        in part, so that the next searches find them kept (one agent at a time)."""
+        parts = self._parts.get(agent_id)
+        if parts is None or not parts.unfinished or agent_id in self._finishing:
+            return  # a task finishing this agent's parts looks again before it ends
+        self._finishing.add(agent_id)
+
+        async def finish() -> None:
+            try:
+                while (current := self._parts.get(agent_id)) is not None and current.unfinished:
+                    await self._db.read_unit(partial(current.finish, table=table))
+            finally:
+                self._finishing.discard(agent_id)
+
+        task = asyncio.create_task(finish())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _ranked(
         self, conn: Connection, agent_id: str, table: str, terms: list[str], limit: int
@@ -386,7 +421,12 @@ class SqliteSearchIndex:
         parts = self._parts.get(agent_id)
         if parts is None or parts.stamp != stamp:
             parts = self._parts[agent_id] = TextParts(stamp, self._cache_bytes // TEXT_SHARE)
-        ranked = best([parts.part(conn, table, term) for term in terms], limit)
+        counts = self._term_counts.get(agent_id)
+        words = []
+        for term in terms:
+            stem = index_term(term)
+            words.append(Word(term, stem, counts.docs.get(stem, 0) if counts else 0))
+        ranked = impacts.ranked(conn, table, parts, words, limit)
         if not ranked:
             return []
         seqs = {f"s{i}": seq for i, (seq, _) in enumerate(ranked)}
@@ -467,7 +507,8 @@ class SqliteSearchIndex:
         task.add_done_callback(self._tasks.discard)
 
     async def packed(self) -> None:
-        """Wait for the int8 scans being made (for benchmarks and tests)."""
+        """Wait for the int8 scans being made and the text parts being finished (for
+        benchmarks and tests)."""
         await asyncio.gather(*self._tasks)
 
     async def status(self, agent_id: str, space: Space) -> dict[Kind, IndexStatus]:
@@ -591,11 +632,12 @@ def _informative(
     """The terms found in fewer than half of the agent's chunks. FTS5's BM25 floors the IDF of
     any other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would
     be scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
-    is that common, the rarest is kept. A word the vocabulary does not hold as stemmed here
+    is that common, the rarest is kept, unless it is in `UNHELPFUL_ROWS` rows or more (a lone
+    term too, in an agent that large). A word the vocabulary does not hold as stemmed here
     counts as rare, which costs time, never results (see `worth_scoring`)."""
-    if len(terms) < 2:
-        return terms
     chunks = (conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
+    if len(terms) < 2 and chunks < UNHELPFUL_ROWS:
+        return terms
     counts = cache.get(agent_id)
     if counts is None or not counts.fresh(chunks):
         counts = cache[agent_id] = _TermCounts(chunks)

@@ -131,16 +131,23 @@ def fts_table(agent_id: str) -> str:
 
 def fts_ddl(agent_id: str) -> tuple[str, ...]:
     """SQLite only: the agent's external-content FTS5 index over its rows of `chunks` (context
-    and content), and a vocabulary table that gives each term's document count in one lookup."""
+    and content), a vocabulary table that gives each term's document count in one lookup, and
+    one that lists a term's instances (row by row) without scoring them."""
     table = fts_table(agent_id)
     return (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
         "context, content, content='chunks', content_rowid='seq', "
         "tokenize='porter unicode61 remove_diacritics 2')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, 'row')",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_instances "
+        f"USING fts5vocab({table}, 'instance')",
     )
 
 
 def fts_drop(agent_id: str) -> tuple[str, ...]:
     table = fts_table(agent_id)
-    return (f"DROP TABLE IF EXISTS {table}_vocab", f"DROP TABLE IF EXISTS {table}")
+    return (
+        f"DROP TABLE IF EXISTS {table}_instances",
+        f"DROP TABLE IF EXISTS {table}_vocab",
+        f"DROP TABLE IF EXISTS {table}",
+    )

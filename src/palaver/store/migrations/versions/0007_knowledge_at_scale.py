@@ -108,7 +108,7 @@ def downgrade() -> None:
                 "OR name LIKE 'chunks\\_fts\\_h\\_%' ESCAPE '\\') AND sql LIKE 'CREATE VIRTUAL%'"
             )
         ).scalars()
-        for table in sorted(tables, key=lambda name: not name.endswith("_vocab")):
+        for table in sorted(tables, key=lambda name: not name.endswith(("_vocab", "_instances"))):
             op.execute(f"DROP TABLE IF EXISTS {table}")
     with op.batch_alter_table("chunks") as batch:
         batch.drop_column("context")
