@@ -18,6 +18,7 @@ from sqlalchemy import delete, func, select, text
 from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
+from palaver.knowledge.index import sqlite as sqlite_index
 from palaver.knowledge.index.base import Entry, IndexStatus, Kind, SearchIndex, Space
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.knowledge.index.postgres import PostgresSearchIndex, nearest_sql
@@ -333,6 +334,24 @@ async def test_terms_in_half_the_chunks_or_more_are_left_out_of_scoring(
     assert [h.id for h in hits] == ["chunk_doc_a_1"], "'common' alone matches nothing useful"
     only_common = await index.text_search(AGENT, "common", 10)
     assert len(only_common) == 4, "when every term is common, the rarest one still searches"
+
+
+async def test_words_in_half_of_a_large_agents_chunks_are_not_searched_by_text_at_all(
+    db: Database, index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `UNHELPFUL_ROWS` rows (2 here), a query whose every word is that common gets
+    nothing from text search, on either adapter and with either visibility, and no error."""
+    monkeypatch.setattr(sqlite_index, "UNHELPFUL_ROWS", 2)
+    await add_document(
+        db,
+        index,
+        AGENT,
+        "doc_a",
+        ["common words everywhere", "common words and a rare heron", "common fox", "common owl"],
+    )
+    assert await index.text_search(AGENT, "common words", 10) == []
+    assert await index.text_search(AGENT, "common words", 10, visibility="members") == []
+    assert [h.id for h in await index.text_search(AGENT, "common heron", 10)] == ["chunk_doc_a_1"]
 
 
 async def test_text_search_filters_visibility_before_its_limit(

@@ -182,6 +182,8 @@ class PostgresSearchIndex:
 
         def search(conn: Connection) -> list[Hit]:
             weights = _weights(conn, agent_id, words, self._term_counts)
+            if not weights:
+                return []
             chosen = list(weights)
             terms = [f"plainto_tsquery('english', :t{i})" for i in range(len(chosen))]
             score = " + ".join(
@@ -342,7 +344,8 @@ def _weights(
     conn: Connection, agent_id: str, words: list[str], cache: dict[str, _TermCounts]
 ) -> dict[str, float]:
     """The words worth scoring, with BM25's IDF among the agent's chunks: those in fewer than
-    half of them, or, when every word is that common, the rarest."""
+    half of them, or, when every word is that common, the rarest, unless it is in
+    `UNHELPFUL_ROWS` rows or more (see `worth_scoring`)."""
     if len(words) < 2:
         return dict.fromkeys(words, 1.0)
     chunks = int(conn.execute(_AGENT_CHUNKS, {"agent": agent_id}).scalar_one())
