@@ -103,6 +103,8 @@ _STEMMER = snowballstemmer.stemmer("porter")
 """The Porter algorithm that FTS5's `porter` tokenizer applies, to look query words up in an
 agent's vocabulary as the index holds them."""
 
+FINISH_QUIET_SECONDS = 0.5
+FINISH_WAIT_SECONDS = 5.0
 PACK_INTERVAL_SECONDS = 10.0
 """A matrix gets a new int8 scan at most this often: an agent whose vectors are replaced or
 removed between every two searches would otherwise have one made (0.2 s of a core at 100,000
@@ -196,6 +198,8 @@ class SqliteSearchIndex:
         self._packing: set[tuple[str, Kind]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._finishing: set[str] = set()
+        self._searched: dict[str, float] = {}
+        """When each agent's text was last searched (`time.monotonic`)."""
 
     async def put(
         self,
@@ -314,6 +318,7 @@ class SqliteSearchIndex:
         self._texts.discard(agent_id)
         self._term_counts.pop(agent_id, None)
         self._parts.pop(agent_id, None)
+        self._searched.pop(agent_id, None)
         self._used.pop((agent_id, TEXT), None)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
@@ -395,15 +400,24 @@ class SqliteSearchIndex:
 
     def _finish_parts(self, agent_id: str, table: str) -> None:
         """Ask FTS5, in the background, for the whole parts of the words a search scored only
-        in part, so that the next searches find them kept (one agent at a time)."""
+        in part, so that the next searches find them kept: one agent at a time, once its
+        searches pause for `FINISH_QUIET_SECONDS` (or after `FINISH_WAIT_SECONDS`), so that a
+        burst of searches is not slowed by it."""
+        self._searched[agent_id] = time.monotonic()
         parts = self._parts.get(agent_id)
         if parts is None or not parts.unfinished or agent_id in self._finishing:
             return  # a task finishing this agent's parts looks again before it ends
         self._finishing.add(agent_id)
 
         async def finish() -> None:
+            began = time.monotonic()
             try:
                 while (current := self._parts.get(agent_id)) is not None and current.unfinished:
+                    quiet = time.monotonic() - self._searched.get(agent_id, 0.0)
+                    waited = time.monotonic() - began
+                    if quiet < FINISH_QUIET_SECONDS and waited < FINISH_WAIT_SECONDS:
+                        await asyncio.sleep(FINISH_QUIET_SECONDS - quiet)
+                        continue
                     await self._db.read_unit(partial(current.finish, table=table))
             finally:
                 self._finishing.discard(agent_id)
