@@ -18,6 +18,7 @@ from palaver.knowledge import documents as repo
 from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
 from palaver.knowledge.index import impacts
+from palaver.knowledge.index import sqlite as sqlite_index
 from palaver.knowledge.index.base import Hit
 from palaver.knowledge.index.impacts import Part, best
 from palaver.knowledge.index.sqlite import (
@@ -236,3 +237,36 @@ async def test_common_words_scored_only_where_they_can_reach_the_top_rank_as_fts
     assert unfinished, "the last search scored a common word in part"
     await index.packed()
     assert not kept.unfinished and all(kept.holds(phrase) for phrase in unfinished)
+
+
+async def test_a_word_stemmed_otherwise_than_fts5_does_is_never_scored_as_another_word(
+    db: Database, index: SqliteSearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's word folded here ("сценарий" loses its breve) is another word FTS5 also
+    holds, in as many rows: the cut must see that those are other rows and ask FTS5."""
+    monkeypatch.setattr(impacts, "COMMON_ROWS", 3)
+    texts = (
+        ["сценарий filler"] * 4
+        + ["сценарии сценарии сценарии zz"] * 4
+        + [f"heron {'pad ' * n}" for n in range(1, 7)]
+        + ["other words here"] * 30
+    )
+    await add_document(db, index, AGENT, "doc_a", texts)
+    for query in ("сценарий heron", "сценарий"):
+        for limit in (3, 10):
+            reference = await fts5_ranking(db, AGENT, query)
+            assert_same_ranking(await index.text_search(AGENT, query, limit), reference, limit)
+            await index.packed()
+
+
+async def test_a_rare_word_is_searched_though_its_folded_form_is_everywhere(
+    db: Database, index: SqliteSearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a query is left without text search (every word in half the chunks and in
+    `UNHELPFUL_ROWS`), FTS5 itself counts the words: the vocabulary was looked up by a fold
+    that turns this rare word into a common one."""
+    monkeypatch.setattr(sqlite_index, "UNHELPFUL_ROWS", 3)
+    texts = ["сценарии one", "сценарии two", "сценарии three", "сценарий four"]
+    await add_document(db, index, AGENT, "doc_a", texts)
+    hits = await index.text_search(AGENT, "сценарий", 10)
+    assert [h.id for h in hits] == ["chunk_doc_a_3"]

@@ -97,6 +97,9 @@ _REMOVE_TEXT = (
 """An external-content FTS5 table forgets a row given the values it indexed, read here from
 the chunk rows before they are deleted."""
 _TERM_DOCS = "SELECT term, doc FROM {table}_vocab WHERE term IN ({terms})"
+_MATCHED = "SELECT count(*) FROM {table} WHERE {table} MATCH :t"
+"""FTS5's own count of a phrase's rows: before a query is left without text search, since
+the vocabulary's count is looked up by a stem that may not be FTS5's."""
 _AGENT_CHUNKS = text("SELECT coalesce(sum(chunks), 0) FROM documents WHERE agent_id = :agent")
 _FTS_EXISTS = text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name")
 _STEMMER = snowballstemmer.stemmer("porter")
@@ -155,9 +158,15 @@ def worth_scoring(rows: dict[str, int], chunks: int) -> list[str]:
 
 
 def index_term(term: str) -> str:
-    """A quoted query word as FTS5 indexes it: without diacritics, Porter-stemmed."""
-    bare = unicodedata.normalize("NFKD", term.strip('"'))
-    return str(_STEMMER.stemWord("".join(c for c in bare if not unicodedata.combining(c))))
+    """A quoted query word as FTS5 most likely indexes it: without diacritics, Porter-stemmed
+    unless under 3 or over 64 bytes long (FTS5's porter tokenizer leaves those as they are).
+    Its stemmer and diacritics folding differ from these for some words, so this only guides
+    counts; what decides results is checked with FTS5 itself."""
+    decomposed = unicodedata.normalize("NFKD", term.strip('"'))
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    if not 3 <= len(bare.encode()) <= 64:
+        return bare
+    return str(_STEMMER.stemWord(bare))
 
 
 class SqliteSearchIndex:
@@ -419,6 +428,11 @@ class SqliteSearchIndex:
                         await asyncio.sleep(FINISH_QUIET_SECONDS - quiet)
                         continue
                     await self._db.read_unit(partial(current.finish, table=table))
+                    began = time.monotonic()
+            except Exception:  # the table dropped by another node, the database closing
+                log.warning(
+                    "the text parts of agent %s were left unfinished", agent_id, exc_info=True
+                )
             finally:
                 self._finishing.discard(agent_id)
 
@@ -664,7 +678,13 @@ def _informative(
         )
         counts.docs.update(dict.fromkeys(unknown, 0))
         counts.docs.update({term: int(count) for term, count in found})
-    return worth_scoring({t: counts.docs[stems[t]] for t in terms}, chunks)
+    chosen = worth_scoring({t: counts.docs[stems[t]] for t in terms}, chunks)
+    if chosen:
+        return chosen
+    matched = {
+        t: conn.execute(text(_MATCHED.format(table=table)), {"t": t}).scalar_one() for t in terms
+    }
+    return worth_scoring(matched, chunks)
 
 
 def _placeholders(prefix: str, values: Sequence[str]) -> str:
