@@ -92,7 +92,7 @@ def after(conn: sqlite3.Connection, agent: str, query: str) -> list[int]:
     table = fts_table(agent)
     terms = query_terms(query)
     if len(terms) >= 2:
-        stems = {t: index_term(t) for t in terms}
+        stems = {t: index_term(t) or "" for t in terms}
         unknown = sorted({s for s in stems.values() if s not in _COUNTS})
         if unknown:
             marks = ", ".join("?" for _ in unknown)

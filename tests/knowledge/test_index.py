@@ -20,6 +20,7 @@ from palaver.knowledge.chunk import Chunk
 from palaver.knowledge.documents import Document
 from palaver.knowledge.index import sqlite as sqlite_index
 from palaver.knowledge.index.base import Entry, IndexStatus, Kind, SearchIndex, Space
+from palaver.knowledge.index.fts_terms import fts_terms
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.knowledge.index.postgres import PostgresSearchIndex, nearest_sql
 from palaver.knowledge.index.sqlite import SqliteSearchIndex, query_terms, worth_scoring
@@ -511,3 +512,15 @@ def test_a_query_keeps_a_word_it_can_match_when_its_rare_words_match_nothing() -
     assert worth_scoring({'"the"': 60_000, '"a"': 95_000}, 100_000) == []
     assert worth_scoring({'"the"': 60_000}, 100_000) == []
     assert worth_scoring({'"the"': 15_000, '"a"': 19_000}, 25_000) == ['"the"']
+
+
+def test_query_words_become_the_terms_fts5_itself_makes_of_them() -> None:
+    """The snowball Porter stemmer and Unicode folding differ from FTS5's tokenizer for such
+    words; the terms are FTS5's own."""
+    assert fts_terms("technology") == ("technolog",)
+    assert fts_terms("Possibly") == ("possibl",)
+    assert fts_terms("us") == ("us",)
+    assert fts_terms("сценарий") == ("сценарий",)
+    assert fts_terms("café") == ("cafe",)
+    assert fts_terms("e_mail") == ("e", "mail")
+    assert fts_terms("--") == ()

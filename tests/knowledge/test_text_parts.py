@@ -263,8 +263,8 @@ async def test_a_rare_word_is_searched_though_its_folded_form_is_everywhere(
     db: Database, index: SqliteSearchIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before a query is left without text search (every word in half the chunks and in
-    `UNHELPFUL_ROWS`), FTS5 itself counts the words: the vocabulary was looked up by a fold
-    that turns this rare word into a common one."""
+    `UNHELPFUL_ROWS`), its words are counted as FTS5's terms: a fold made here would turn
+    this rare word into a common one."""
     monkeypatch.setattr(sqlite_index, "UNHELPFUL_ROWS", 3)
     texts = ["сценарии one", "сценарии two", "сценарии three", "сценарий four"]
     await add_document(db, index, AGENT, "doc_a", texts)

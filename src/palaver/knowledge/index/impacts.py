@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 _STRUCTURE = "SELECT block FROM {table}_data WHERE id = 10"
 _PHRASE = "SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?"
 _AVERAGES = "SELECT block FROM {table}_data WHERE id = 1"
-_MATCHES = "SELECT group_concat(rowid) FROM {table} WHERE {table} MATCH ?"
 _INSTANCES = "SELECT group_concat(doc) FROM {table}_instances WHERE term = ?"
 _LENGTHS = (
     "SELECT group_concat(id), group_concat(hex(sz), '') FROM (SELECT id, sz FROM "
@@ -287,9 +286,9 @@ def _instances(
     conn: Connection, table: str, word: Word
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
     """The rows holding the word's term and its count in each (every column weighs 1), read
-    from the instance table; None unless they are exactly the rows FTS5 matches for the phrase
-    (a phrase of several tokens, or a term stemmed otherwise than FTS5 does, is another word,
-    and the same number of rows would not prove it the same)."""
+    from the instance table: the rows FTS5 matches for the phrase, since the term is the one
+    FTS5's tokenizer makes of it (`fts_terms`; a word it cuts in several terms is never
+    here). None when the table is older than its instance table, or holds no such term."""
     driver = _driver(conn)
     try:
         listed = driver.execute(_INSTANCES.format(table=table), (word.term,)).fetchone()[0]
@@ -302,8 +301,7 @@ def _instances(
     starts = np.flatnonzero(np.diff(docs, prepend=docs[0] - 1))
     rows = docs[starts]
     freq = np.diff(np.append(starts, docs.size)).astype(np.float64)
-    matches = _integers(driver.execute(_MATCHES.format(table=table), (word.phrase,)).fetchone()[0])
-    return (rows, freq) if np.array_equal(np.sort(matches), rows) else None
+    return rows, freq
 
 
 def _lengths(conn: Connection, table: str, rows: NDArray[np.int64]) -> NDArray[np.int64] | None:

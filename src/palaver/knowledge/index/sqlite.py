@@ -18,7 +18,6 @@ import asyncio
 import logging
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,7 +25,6 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 import numpy as np
-import snowballstemmer
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -46,6 +44,7 @@ from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.ids import new_id
 from palaver.knowledge.index import impacts
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
+from palaver.knowledge.index.fts_terms import fts_terms
 from palaver.knowledge.index.impacts import TextParts, Word, structure_stamp
 from palaver.knowledge.index.int8_scan import PackedScan
 from palaver.knowledge.index.matrix import Snapshot, VectorMatrix
@@ -97,17 +96,8 @@ _REMOVE_TEXT = (
 """An external-content FTS5 table forgets a row given the values it indexed, read here from
 the chunk rows before they are deleted."""
 _TERM_DOCS = "SELECT term, doc FROM {table}_vocab WHERE term IN ({terms})"
-_MATCHED = "SELECT count(*) FROM {table} WHERE {table} MATCH :t"
-"""FTS5's own count of a phrase's rows: before a query is left without text search, since
-the vocabulary's count is looked up by a stem that may not be FTS5's."""
 _AGENT_CHUNKS = text("SELECT coalesce(sum(chunks), 0) FROM documents WHERE agent_id = :agent")
 _FTS_EXISTS = text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name")
-_STEMMER = snowballstemmer.stemmer("porter")
-"""The Porter algorithm that FTS5's `porter` tokenizer applies, to look query words up in an
-agent's vocabulary as the index holds them."""
-
-FINISH_QUIET_SECONDS = 0.5
-FINISH_WAIT_SECONDS = 5.0
 PACK_INTERVAL_SECONDS = 10.0
 """A matrix gets a new int8 scan at most this often: an agent whose vectors are replaced or
 removed between every two searches would otherwise have one made (0.2 s of a core at 100,000
@@ -157,16 +147,11 @@ def worth_scoring(rows: dict[str, int], chunks: int) -> list[str]:
     return chosen or list(rows)[:1]
 
 
-def index_term(term: str) -> str:
-    """A quoted query word as FTS5 most likely indexes it: without diacritics, Porter-stemmed
-    unless under 3 or over 64 bytes long (FTS5's porter tokenizer leaves those as they are).
-    Its stemmer and diacritics folding differ from these for some words, so this only guides
-    counts; what decides results is checked with FTS5 itself."""
-    decomposed = unicodedata.normalize("NFKD", term.strip('"'))
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    if not 3 <= len(bare.encode()) <= 64:
-        return bare
-    return str(_STEMMER.stemWord(bare))
+def index_term(term: str) -> str | None:
+    """A quoted query word's term as FTS5 indexes it (`fts_terms`), or None when FTS5 makes
+    several terms of it, or none."""
+    found = fts_terms(term.strip('"'))
+    return found[0] if len(found) == 1 else None
 
 
 class SqliteSearchIndex:
@@ -207,8 +192,6 @@ class SqliteSearchIndex:
         self._packing: set[tuple[str, Kind]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._finishing: set[str] = set()
-        self._searched: dict[str, float] = {}
-        """When each agent's text was last searched (`time.monotonic`)."""
 
     async def put(
         self,
@@ -327,7 +310,6 @@ class SqliteSearchIndex:
         self._texts.discard(agent_id)
         self._term_counts.pop(agent_id, None)
         self._parts.pop(agent_id, None)
-        self._searched.pop(agent_id, None)
         self._used.pop((agent_id, TEXT), None)
         for kind in KINDS:
             self._matrices.pop((agent_id, kind), None)
@@ -409,30 +391,18 @@ class SqliteSearchIndex:
 
     def _finish_parts(self, agent_id: str, table: str) -> None:
         """Ask FTS5, in the background, for the whole parts of the words a search scored only
-        in part, so that the next searches find them kept: one agent at a time, once its
-        searches pause for `FINISH_QUIET_SECONDS` (or after `FINISH_WAIT_SECONDS`), so that a
-        burst of searches is not slowed by it."""
-        self._searched[agent_id] = time.monotonic()
+        in part, so that the next searches find them kept (one agent at a time)."""
         parts = self._parts.get(agent_id)
         if parts is None or not parts.unfinished or agent_id in self._finishing:
             return  # a task finishing this agent's parts looks again before it ends
         self._finishing.add(agent_id)
 
         async def finish() -> None:
-            began = time.monotonic()
             try:
                 while (current := self._parts.get(agent_id)) is not None and current.unfinished:
-                    quiet = time.monotonic() - self._searched.get(agent_id, 0.0)
-                    waited = time.monotonic() - began
-                    if quiet < FINISH_QUIET_SECONDS and waited < FINISH_WAIT_SECONDS:
-                        await asyncio.sleep(FINISH_QUIET_SECONDS - quiet)
-                        continue
                     await self._db.read_unit(partial(current.finish, table=table))
-                    began = time.monotonic()
             except Exception:  # the table dropped by another node, the database closing
-                log.warning(
-                    "the text parts of agent %s were left unfinished", agent_id, exc_info=True
-                )
+                log.warning("text parts of agent %s left unfinished", agent_id, exc_info=True)
             finally:
                 self._finishing.discard(agent_id)
 
@@ -453,7 +423,8 @@ class SqliteSearchIndex:
         words = []
         for term in terms:
             stem = index_term(term)
-            words.append(Word(term, stem, counts.docs.get(stem, 0) if counts else 0))
+            rows = counts.docs.get(stem, 0) if counts and stem is not None else 0
+            words.append(Word(term, stem or "", rows))
         ranked = impacts.ranked(conn, table, parts, words, limit)
         if not ranked:
             return []
@@ -661,8 +632,9 @@ def _informative(
     any other term at 1e-6, so it cannot change the ranking, yet every chunk holding it would
     be scored: at 100,000 chunks one such term took a query from 40 to 300 ms. When every term
     is that common, the rarest is kept, unless it is in `UNHELPFUL_ROWS` rows or more (a lone
-    term too, in an agent that large). A word the vocabulary does not hold as stemmed here
-    counts as rare, which costs time, never results (see `worth_scoring`)."""
+    term too, in an agent that large). Words are counted as the terms FTS5 makes of them
+    (`fts_terms`); a word it cuts in several counts as rare, which costs time, never results
+    (see `worth_scoring`)."""
     chunks = (conn.execute(_AGENT_CHUNKS, {"agent": agent_id})).scalar_one()
     if len(terms) < 2 and chunks < UNHELPFUL_ROWS:
         return terms
@@ -670,7 +642,7 @@ def _informative(
     if counts is None or not counts.fresh(chunks):
         counts = cache[agent_id] = _TermCounts(chunks)
     stems = {t: index_term(t) for t in terms}
-    unknown = sorted({s for s in stems.values() if s not in counts.docs})
+    unknown = sorted({s for s in stems.values() if s is not None and s not in counts.docs})
     if unknown:
         found = conn.execute(
             text(_TERM_DOCS.format(table=table, terms=_placeholders("t", unknown))),
@@ -678,13 +650,7 @@ def _informative(
         )
         counts.docs.update(dict.fromkeys(unknown, 0))
         counts.docs.update({term: int(count) for term, count in found})
-    chosen = worth_scoring({t: counts.docs[stems[t]] for t in terms}, chunks)
-    if chosen:
-        return chosen
-    matched = {
-        t: conn.execute(text(_MATCHED.format(table=table)), {"t": t}).scalar_one() for t in terms
-    }
-    return worth_scoring(matched, chunks)
+    return worth_scoring({t: counts.docs.get(stems[t] or "", 0) for t in terms}, chunks)
 
 
 def _placeholders(prefix: str, values: Sequence[str]) -> str:

@@ -121,6 +121,11 @@ a chunk, `type` holds its document's visibility) so that filtered search needs n
 `embedder` and `dim` tell current vectors from stale ones."""
 
 
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""How the agents' full-text tables cut and fold words (`knowledge.index.fts_terms` asks the
+same tokenizer what a query word becomes)."""
+
+
 def fts_table(agent_id: str) -> str:
     """The name of the agent's own full-text table, never needing quotes: the id itself when it
     is lower-case word characters (SQLite names ignore case), else a hash of it."""
@@ -137,7 +142,7 @@ def fts_ddl(agent_id: str) -> tuple[str, ...]:
     return (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
         "context, content, content='chunks', content_rowid='seq', "
-        "tokenize='porter unicode61 remove_diacritics 2')",
+        f"tokenize='{FTS_TOKENIZE}')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_instances "
         f"USING fts5vocab({table}, 'instance')",
