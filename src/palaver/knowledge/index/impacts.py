@@ -161,26 +161,34 @@ def ranked(
     )
     whole = {w.phrase: parts.part(conn, table, w.phrase) for w in words if w not in common}
     totals = _totals(conn, table) if common and limit > 0 else None
-    counted: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
-    while common and totals is not None:
-        for word in common:
-            found = counted.get(word.phrase) or _instances(conn, table, word)
-            if found is None:
-                totals = None
-                break
-            counted[word.phrase] = found
+    counted = _counted(conn, table, common) if totals is not None else None
+    while common and totals is not None and counted is not None:
+        reach = {w.phrase: counted[w.phrase] for w in common}
+        pruned = _pruned(conn, table, totals, list(whole.values()), reach, limit)
+        if pruned is not None:
+            parts.leave_unfinished(pruned)
+            return best([pruned.get(w.phrase) or whole[w.phrase] for w in words], limit)
+        rarest = common.pop(0).phrase
+        made = _whole(conn, table, totals, counted[rarest])
+        if made is None:
+            whole[rarest] = parts.part(conn, table, rarest)
         else:
-            reach = {w.phrase: counted[w.phrase] for w in common}
-            pruned = _pruned(conn, table, totals, list(whole.values()), reach, limit)
-            if pruned is not None:
-                parts.leave_unfinished(pruned)
-                return best([pruned.get(w.phrase) or whole[w.phrase] for w in words], limit)
-            rarest = common.pop(0)
-            whole[rarest.phrase] = _whole(conn, table, totals, counted[rarest.phrase]) or (
-                parts.part(conn, table, rarest.phrase)
-            )
-            parts.keep(rarest.phrase, whole[rarest.phrase])
+            parts.keep(rarest, made)
+            whole[rarest] = made
     return best([whole.get(w.phrase) or parts.part(conn, table, w.phrase) for w in words], limit)
+
+
+def _counted(
+    conn: Connection, table: str, words: list[Word]
+) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] | None:
+    """Every word's rows and counts (`_instances`), or None if any is not to be had so."""
+    counted = {}
+    for word in words:
+        found = _instances(conn, table, word)
+        if found is None:
+            return None
+        counted[word.phrase] = found
+    return counted
 
 
 def _pruned(
@@ -195,12 +203,15 @@ def _pruned(
     too many rows are, or the `whole` parts place fewer than `limit` rows.
 
     The whole parts give each row a floor, and the `limit`-th best floor is a floor of the
-    `limit`-th best score; a counted word adds at most `_most` of its count in a row. A row
-    whose floor plus that reach stays below it cannot be in the top (margins of 1e-9 cover
-    rounding)."""
+    `limit`-th best score; a counted word adds at most its part at length zero to a row (the
+    part falls as the row's length grows). A row whose floor plus that reach stays below it
+    cannot be in the top (margins of 1e-9 cover rounding)."""
     idf = {phrase: _idf(totals, rows.size) for phrase, (rows, _) in counted.items()}
     floors = [(p.rows, p.scores) for p in whole if p.rows.size]
-    reaches = [(rows, _most(freq, idf[phrase])) for phrase, (rows, freq) in counted.items()]
+    reaches = [
+        (rows, _bm25(freq, np.zeros_like(rows), totals, idf[phrase]))
+        for phrase, (rows, freq) in counted.items()
+    ]
     if not floors:
         return None
     listed = np.concatenate([rows for rows, _ in floors + reaches])
@@ -244,13 +255,6 @@ def _whole(
     if lengths is None:
         return None
     return Part(rows, _bm25(freq, lengths, totals, _idf(totals, rows.size)))
-
-
-def _most(freq: NDArray[np.float64], idf: float) -> NDArray[np.float64]:
-    """The largest part a word counted `freq` times in a row can have, whatever the row's
-    length (the part falls as the length grows; this is its value at length zero)."""
-    most: NDArray[np.float64] = idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B)))
-    return most
 
 
 def _idf(totals: _Totals, hits: int) -> float:
@@ -297,7 +301,7 @@ def _instances(
     docs = _integers(listed)
     if docs.size == 0:
         return None
-    docs.sort(kind="stable")
+    docs.sort()
     starts = np.flatnonzero(np.diff(docs, prepend=docs[0] - 1))
     rows = docs[starts]
     freq = np.diff(np.append(starts, docs.size)).astype(np.float64)
