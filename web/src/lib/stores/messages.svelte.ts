@@ -93,6 +93,8 @@ export class Timeline {
   private seqs = new Map<string, number>();
   private pending = new Map<string, string>();
   private frame = 0;
+  /** Confirmed subscriptions so far (see `subscribed`). */
+  private subscriptions = 0;
 
   constructor(channelId: string) {
     this.channelId = channelId;
@@ -104,6 +106,7 @@ export class Timeline {
   }
 
   async loadLatest(): Promise<void> {
+    const subscriptions = this.subscriptions;
     try {
       const page = await api.messages(this.channelId, PAGE_SIZE);
       this.hasOlder = page.length === PAGE_SIZE;
@@ -114,6 +117,19 @@ export class Timeline {
     } finally {
       this.loaded = true;
     }
+    // Subscribed while the page was on its way: what was stored between the two came in
+    // neither, so it is fetched now.
+    if (this.subscriptions !== subscriptions) await this.catchUp();
+  }
+
+  /**
+   * The server confirmed the channel's subscription (first, or again after a reconnect).
+   * A message stored after the history was fetched but before this point came by neither
+   * road: a reply ending while the page loads would be lost. So the timeline catches up.
+   */
+  subscribed(): void {
+    this.subscriptions++;
+    if (this.loaded) void this.catchUp();
   }
 
   async loadOlder(): Promise<void> {
@@ -319,6 +335,10 @@ class Timelines {
 
   constructor() {
     socket.on((event) => {
+      if (event.type === "subscribed") {
+        this.byChannel.get(event.data.channelId)?.subscribed();
+        return;
+      }
       const channelId = channelOf(event);
       if (channelId !== null) {
         // A reply may start in a channel not opened yet: keep it, to show it when it is.
@@ -335,9 +355,6 @@ class Timelines {
           }
         }
       }
-    });
-    socket.onReconnect(() => {
-      for (const timeline of this.byChannel.values()) void timeline.catchUp();
     });
   }
 
