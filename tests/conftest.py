@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.cpu import instruction_sets
 from tests.pg_server import PgServer, storage
 from tests.redis_server import RedisServer
 from tests.support import Api, Server
@@ -25,6 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "sqlite_only: about SQLite itself, its file or its threads (skipped on PostgreSQL)",
     )
+
+
+def pytest_report_header() -> str:
+    """The integer kernels the suite's int8 tests ran on (they differ from CPU to CPU)."""
+    return f"cpu: {instruction_sets()}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

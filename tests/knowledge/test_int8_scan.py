@@ -14,6 +14,7 @@ from palaver.knowledge.index.int8_scan import PackedScan, encode_query
 from palaver.knowledge.index.matrix import VectorMatrix
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
 from palaver.store.db import Database
+from tests.cpu import instruction_sets
 from tests.knowledge.helpers import AGENT
 
 SPACE = Space("test/int8", 64)
@@ -113,17 +114,49 @@ def test_replacing_or_removing_rows_retires_the_scan() -> None:
     assert_exact(matrix, query, 20)
 
 
-def test_the_int8_error_stays_within_its_bound() -> None:
-    rng = np.random.default_rng(5)
-    rows = clustered(rng, 2_000)
-    scan = PackedScan(rows, 0)
-    for seed in range(5):
-        query = unit_rows(np.random.default_rng(seed).standard_normal((1, SPACE.dim)))[0]
-        query_codes, query_scale = encode_query(query)
-        error = np.abs(scan.approximate(query_codes, query_scale) - rows @ query)
-        bounds = scan.error_bounds(query, query_scale)
-        assert np.all(error <= bounds)
-        assert np.median(bounds) < 0.05, "a bound this loose would score everything exactly"
+def shaped(rng: np.random.Generator, shape: str, count: int, dim: int) -> np.ndarray:
+    """Unit rows: Gaussian, clustered, or sparse and spiky (a few large components, the rest
+    near zero: codes at the ends of the range, where a saturating kernel goes wrong)."""
+    if shape == "random":
+        return unit_rows(rng.standard_normal((count, dim)))
+    if shape == "clustered":
+        return clustered(rng, count, dim)
+    spiky = 0.01 * rng.standard_normal((count, dim))
+    hot = rng.integers(0, dim, (count, 4))
+    np.put_along_axis(spiky, hot, rng.choice([-1.0, 1.0], (count, 4)), axis=1)
+    return unit_rows(spiky)
+
+
+@pytest.mark.parametrize("shape", ["random", "clustered", "spiky"])
+def test_the_int8_error_stays_within_its_bound(shape: str) -> None:
+    """On every CPU: the kernel must compute the products exactly (see `int8_scan`)."""
+    for seed in range(8):
+        rng = np.random.default_rng(100 * seed + len(shape))
+        dim = (64, 384)[seed % 2]
+        rows = shaped(rng, shape, 2_000, dim)
+        scan = PackedScan(rows, 0)
+        queries = [shaped(rng, kind, 1, dim)[0] for kind in ("random", "clustered", "spiky")]
+        for query in [*queries, rows[seed]]:
+            query_codes, query_scale = encode_query(query)
+            error = np.abs(scan.approximate(query_codes, query_scale) - rows @ query)
+            bounds = scan.error_bounds(query, query_codes, query_scale)
+            over = int((error > bounds).sum())
+            assert over == 0, f"{over} rows beyond their bound on {instruction_sets()}"
+            assert np.median(bounds) < 0.05, "a bound this loose would score everything exactly"
+
+
+def test_the_kernel_multiplies_the_extreme_codes_exactly() -> None:
+    """Codes at the ends of both ranges, the case where AVX2's `vpmaddubsw` saturates."""
+    dim = 64
+    signs = np.where(np.arange(dim) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    rows = np.vstack([np.ones(dim), -np.ones(dim), signs, -signs]).astype(np.float32)
+    rows = np.tile(rows, (8, 1))
+    scan = PackedScan(unit_rows(rows), 0)
+    for query in (np.ones(dim, np.float32), -np.ones(dim, np.float32), signs):
+        query_codes, _ = encode_query(unit_rows(query[None, :])[0])
+        found = scan._session.run(None, {"query": query_codes})[0].reshape(-1)
+        expected = query_codes.astype(np.int64) @ scan._codes_t.astype(np.int64)
+        assert np.array_equal(found, expected.reshape(-1)), f"on {instruction_sets()}"
 
 
 async def searched_once(

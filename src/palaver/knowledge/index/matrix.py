@@ -97,7 +97,7 @@ class Snapshot:
         rows = np.concatenate([picked, tail])
         exact = self.matrix[rows] @ query
         kth = np.partition(exact, rows.size - k)[rows.size - k]
-        reach = approx + scan.error_bounds(query, query_scale)
+        reach = approx + scan.error_bounds(query, query_codes, query_scale)
         reach[picked] = -np.inf
         extra = np.flatnonzero(reach >= kth)
         if extra.size:
