@@ -1,17 +1,12 @@
 """Memory write rules at their thresholds, versions and restore, and the privacy rule for
-channels with guests, on the real local embedding model.
-
-The threshold texts were chosen by measuring their similarity to BASE with the model:
-  0.855  "The owner's favourite language for scripting is Python."      > 0.85  skipped
-  0.841  "Programming languages the owner knows: Python, Go."          0.7-0.85 updated
-  0.735  "The owner's favourite programming language is Rust."         0.7-0.85 updated
-  0.696  "The owner's favourite programming language is TypeScript."   <= 0.7  inserted
+channels with guests, on the real local embedding models (texts: `tests/memory_texts.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +16,7 @@ from sqlalchemy import select
 from palaver.errors import Invalid, NotFound
 from palaver.knowledge.embed import Embedder, LocalEmbedder
 from palaver.knowledge.index.sqlite import SqliteSearchIndex
-from palaver.memory import MemoryStore
+from palaver.memory import MemoryStore, exact_similarity
 from palaver.settings import MemoryConfig
 from palaver.store.db import Database
 from palaver.store.tables.knowledge import vectors
@@ -32,13 +27,7 @@ from tests.knowledge.helpers import (
     knowledge_template,
     open_copy,
 )
-
-BASE = "The owner's favourite programming language is Python."
-JUST_ABOVE_DUPLICATE = "The owner's favourite language for scripting is Python."
-JUST_BELOW_DUPLICATE = "Programming languages the owner knows: Python, Go."
-JUST_ABOVE_UPDATE = "The owner's favourite programming language is Rust."
-JUST_BELOW_UPDATE = "The owner's favourite programming language is TypeScript."
-UNRELATED = "The owner's favourite food is pizza."
+from tests.memory_texts import ALSO_RELATED, BASE, DISTANT, DUPLICATE, RELATED, UNRELATED
 
 
 @pytest.fixture(scope="session")
@@ -70,14 +59,18 @@ def store(db: Database, local: LocalEmbedder, config: MemoryConfig) -> MemorySto
     return MemoryStore(db, SqliteSearchIndex(db), lambda: local, lambda: config)
 
 
-async def test_the_threshold_texts_sit_where_the_docstring_says(local: LocalEmbedder) -> None:
-    texts = [BASE, JUST_ABOVE_DUPLICATE, JUST_BELOW_DUPLICATE, JUST_ABOVE_UPDATE, JUST_BELOW_UPDATE]
-    rows = await local.embed(texts)
+@pytest.mark.parametrize("precision", ["float", "int8"])
+async def test_the_threshold_texts_keep_their_margin_under_both_models(
+    local: LocalEmbedder, precision: str
+) -> None:
+    """No case may hinge on the last digits of a similarity (see `tests/memory_texts.py`)."""
+    model = local if precision == "float" else LocalEmbedder(precision="int8")
+    rows = await model.embed([BASE, DUPLICATE, RELATED, ALSO_RELATED, DISTANT])
     similarity = [float(rows[0] @ row) for row in rows[1:]]
-    assert 0.85 < similarity[0] < 0.87
-    assert 0.82 < similarity[1] <= 0.85
-    assert 0.7 < similarity[2] < 0.75
-    assert 0.67 < similarity[3] <= 0.7
+    margin = 0.04
+    assert similarity[0] > 0.85 + margin
+    assert all(0.7 + margin < s < 0.85 - margin for s in similarity[1:3])
+    assert similarity[3] < 0.7 - margin
 
 
 async def test_a_near_copy_is_skipped_and_names_the_memory_it_duplicates(
@@ -85,7 +78,7 @@ async def test_a_near_copy_is_skipped_and_names_the_memory_it_duplicates(
 ) -> None:
     first = await store.write(AGENT, BASE, "semantic")
     assert first.action == "inserted" and first.similarity is None
-    again = await store.write(AGENT, JUST_ABOVE_DUPLICATE, "semantic")
+    again = await store.write(AGENT, DUPLICATE, "semantic")
     assert again.action == "skipped"
     assert again.memory == first.memory
     assert again.as_json()["duplicateOf"] == first.memory.id
@@ -93,7 +86,7 @@ async def test_a_near_copy_is_skipped_and_names_the_memory_it_duplicates(
     assert [m.content for m in await store.list_memories(AGENT)] == [BASE]
 
 
-@pytest.mark.parametrize("text", [JUST_BELOW_DUPLICATE, JUST_ABOVE_UPDATE])
+@pytest.mark.parametrize("text", [RELATED, ALSO_RELATED])
 async def test_a_related_text_updates_the_closest_memory_and_keeps_the_old_one(
     store: MemoryStore, text: str
 ) -> None:
@@ -112,7 +105,7 @@ async def test_a_related_text_updates_the_closest_memory_and_keeps_the_old_one(
     assert [m.content for m in await store.list_memories(AGENT)] == [text]
 
 
-@pytest.mark.parametrize("text", [JUST_BELOW_UPDATE, UNRELATED])
+@pytest.mark.parametrize("text", [DISTANT, UNRELATED])
 async def test_a_distant_text_is_inserted(store: MemoryStore, text: str) -> None:
     await store.write(AGENT, BASE)
     result = await store.write(AGENT, text, "procedural")
@@ -125,7 +118,7 @@ async def test_a_distant_text_is_inserted(store: MemoryStore, text: str) -> None
 async def test_thresholds_come_from_the_settings(store: MemoryStore, config: MemoryConfig) -> None:
     await store.write(AGENT, BASE)
     config.duplicateThreshold = 0.95
-    assert (await store.write(AGENT, JUST_ABOVE_DUPLICATE)).action == "updated"
+    assert (await store.write(AGENT, DUPLICATE)).action == "updated"
 
 
 async def test_versions_and_restore_never_lose_content(store: MemoryStore) -> None:
@@ -178,13 +171,11 @@ async def test_a_guest_channel_write_neither_matches_nor_overwrites_private_memo
 ) -> None:
     private = await store.write(AGENT, BASE, channel_id="ch_owner_dm")
     result = await store.write(
-        AGENT, JUST_ABOVE_UPDATE, channel_id="ch_guests", only_channel="ch_guests"
+        AGENT, ALSO_RELATED, channel_id="ch_guests", only_channel="ch_guests"
     )
     assert result.action == "inserted" and result.similarity is None
     assert (await store.get(AGENT, private.memory.id)).content == BASE
-    again = await store.write(
-        AGENT, JUST_ABOVE_UPDATE, channel_id="ch_guests", only_channel="ch_guests"
-    )
+    again = await store.write(AGENT, ALSO_RELATED, channel_id="ch_guests", only_channel="ch_guests")
     assert again.action == "skipped" and again.memory.id == result.memory.id
 
 
@@ -192,7 +183,7 @@ async def test_an_update_moves_the_memory_to_where_the_new_content_was_learned(
     store: MemoryStore,
 ) -> None:
     first = await store.write(AGENT, BASE, channel_id="ch_guests")
-    await store.write(AGENT, JUST_ABOVE_UPDATE, channel_id="ch_owner_dm")
+    await store.write(AGENT, ALSO_RELATED, channel_id="ch_owner_dm")
     assert (await store.get(AGENT, first.memory.id)).channel_id == "ch_owner_dm"
     assert await store.search(AGENT, "language", only_channel="ch_guests") == []
     restored = await store.restore(AGENT, first.memory.id, 1)
@@ -281,3 +272,16 @@ async def test_a_memory_deleted_while_it_is_re_embedded_gets_no_vector_back(
         rows = await conn.execute(select(vectors.c.item_id, vectors.c.embedder))
         assert list(rows) == [(kept.id, "local/renamed")]
     assert [m.memory.id for m in await store.search(AGENT, UNRELATED)] == [kept.id]
+
+
+def test_the_judged_similarity_is_one_exactly_rounded_number() -> None:
+    """The write rule's similarity does not depend on the order of the additions (nor so on
+    the CPU or the engine): it is the exact dot product of the float32 vectors, rounded once."""
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        a, b = rng.standard_normal((2, 384)).astype(np.float32)
+        exact = sum(Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b, strict=True))
+        judged = exact_similarity(a, b.tobytes())
+        assert judged == float(exact)
+        order = rng.permutation(384)
+        assert exact_similarity(a[order], b[order].tobytes()) == judged

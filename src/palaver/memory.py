@@ -8,7 +8,10 @@ destroys: the previous content stays as a numbered version that can be restored.
 Across nodes: the comparison runs inside the write transaction, after a lock per agent that
 every node takes (on PostgreSQL an advisory lock; SQLite's writer is one for the whole file),
 and sees what any node committed before it; so concurrent writes of one fact on several nodes
-store it once.
+store it once. The similarity the thresholds judge is recomputed from the stored float32
+vectors of the index's nearest few, as one correctly rounded number (`exact_similarity`): the
+index's own scores (numpy's float32 product on SQLite, pgvector's distance on PostgreSQL) differ
+in their last digits by engine and CPU, and a write must be judged alike on every node.
 
 Privacy: a caller answering in a channel that has guests passes `only_channel`, and then
 only memories learned in that channel are compared, searched or injected, so nothing told to
@@ -18,6 +21,7 @@ the agent elsewhere can reach those guests, nor be overwritten from there.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -37,7 +41,7 @@ from palaver.knowledge.index.base import Entry, SearchIndex, Space
 from palaver.settings import MemoryConfig
 from palaver.store.db import Database, Tx
 from palaver.store.tables.base import utcnow
-from palaver.store.tables.knowledge import memories, memory_versions
+from palaver.store.tables.knowledge import memories, memory_versions, vectors
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -46,6 +50,9 @@ MEMORY_TYPES: tuple[str, ...] = ("semantic", "episodic", "procedural")
 MAX_CONTENT_CHARS = 10_000
 MAX_TOP_K = 50
 WriteAction = Literal["inserted", "updated", "skipped"]
+JUDGED_CANDIDATES = 4
+"""The index's nearest memories whose similarity the write rule recomputes exactly: enough for
+two engines that order near-ties differently to judge the same closest one."""
 _AGENT_LOCK = sql("SELECT pg_advisory_xact_lock(7703, hashtext(:agent))")
 """Taken by the write rule on PostgreSQL. `Database.write` already serialises every such
 transaction (7701), but the rule must not depend on that staying so wide."""
@@ -192,10 +199,11 @@ class MemoryStore:
             if not await agent_exists(tx.conn, agent_id):
                 raise NotFound(f"There is no agent '{agent_id}'.")
             hits = await self._index.vector_search(
-                agent_id, "memory", vector, space, 1, channel_id=only_channel, tx=tx
+                agent_id, "memory", vector, space, JUDGED_CANDIDATES, channel_id=only_channel, tx=tx
             )
-            closest = await _fetch(tx.conn, agent_id, hits[0].id) if hits else None
-            similarity = hits[0].score if hits else None
+            nearest = await _nearest_exactly(tx.conn, vector, [h.id for h in hits])
+            closest = await _fetch(tx.conn, agent_id, nearest[0]) if nearest else None
+            similarity = nearest[1] if nearest else None
             if closest and similarity is not None:
                 if similarity > config.duplicateThreshold:
                     return WriteResult("skipped", closest, similarity)
@@ -407,6 +415,31 @@ class MemoryStore:
         embedder = self._embedder()
         vector = (await embedder.embed([text]))[0]
         return vector, Space(embedder.name, int(vector.shape[0]))
+
+
+def exact_similarity(query: NDArray[np.float32], stored: bytes) -> float:
+    """The dot product of two float32 vectors rounded once: every product of two float32
+    values is exact in float64 and `math.fsum` rounds their sum correctly, so the value does not
+    depend on the CPU, the engine or the order of the additions."""
+    row = np.frombuffer(stored, dtype=np.float32).astype(np.float64)
+    return math.fsum((np.asarray(query, dtype=np.float64) * row).tolist())
+
+
+async def _nearest_exactly(
+    conn: AsyncConnection, query: NDArray[np.float32], ids: list[str]
+) -> tuple[str, float] | None:
+    """Of the memories `ids`, the one most similar to `query` by `exact_similarity` (ties go to
+    the smaller id), with that similarity."""
+    if not ids:
+        return None
+    rows = await conn.execute(
+        select(vectors.c.item_id, vectors.c.data).where(vectors.c.item_id.in_(ids))
+    )
+    judged = [(-exact_similarity(query, row.data), row.item_id) for row in rows]
+    if not judged:
+        return None
+    negated, item_id = min(judged)
+    return item_id, -negated
 
 
 @dataclass(frozen=True)

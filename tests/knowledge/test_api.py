@@ -21,6 +21,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import Reply, text
 from tests.fakes.server import RecordedRequest
 from tests.knowledge.helpers import graded_passages, is_grading, make_pdf
+from tests.memory_texts import ALSO_RELATED, BASE, DISTANT, DUPLICATE, RELATED
 from tests.support import Api, Server, Ws, new_agent, sql
 
 GRADER = "kbgrader"
@@ -98,13 +99,6 @@ def local_space(owner: Api) -> tuple[str, int]:
     """The local vector space the server embeds with now: the module's server is shared, and
     other tests choose the float or the int8 model."""
     return (f"local/{owner.ok('GET', '/api/settings')['settings']['embedding']['model']}", 384)
-
-
-BASE = "The owner's favourite programming language is Python."
-JUST_ABOVE_DUPLICATE = "The owner's favourite language for scripting is Python."
-JUST_BELOW_DUPLICATE = "Programming languages the owner knows: Python, Go."
-JUST_ABOVE_UPDATE = "The owner's favourite programming language is Rust."
-JUST_BELOW_UPDATE = "The owner's favourite programming language is TypeScript."
 
 
 @pytest.fixture(scope="module")
@@ -381,10 +375,10 @@ def memories(api: Api, agent_id: str, **params: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("second", "action"),
     [
-        (JUST_ABOVE_DUPLICATE, "skipped"),
-        (JUST_BELOW_DUPLICATE, "updated"),
-        (JUST_ABOVE_UPDATE, "updated"),
-        (JUST_BELOW_UPDATE, "inserted"),
+        (DUPLICATE, "skipped"),
+        (RELATED, "updated"),
+        (ALSO_RELATED, "updated"),
+        (DISTANT, "inserted"),
     ],
 )
 def test_a_memory_write_is_skipped_updated_or_inserted_by_its_similarity(
@@ -417,7 +411,7 @@ def test_a_memory_write_is_skipped_updated_or_inserted_by_its_similarity(
 def test_an_updated_memory_keeps_its_versions_and_can_be_restored(owner: Api) -> None:
     agent = new_agent(owner)["id"]
     memory = remember(owner, agent, BASE)["memory"]
-    assert remember(owner, agent, JUST_ABOVE_UPDATE)["action"] == "updated"
+    assert remember(owner, agent, ALSO_RELATED)["action"] == "updated"
     path = f"/api/agents/{agent}/memories/{memory['id']}"
     versions = owner.ok("GET", f"{path}/versions")["versions"]
     assert [(v["version"], v["content"]) for v in versions] == [(1, BASE)]
@@ -426,7 +420,7 @@ def test_an_updated_memory_keeps_its_versions_and_can_be_restored(owner: Api) ->
     restored = owner.ok("POST", f"{path}/restore", json={"version": 1})["memory"]
     assert (restored["id"], restored["content"], restored["version"]) == (memory["id"], BASE, 3)
     versions = owner.ok("GET", f"{path}/versions")["versions"]
-    assert [(v["version"], v["content"]) for v in versions] == [(1, BASE), (2, JUST_ABOVE_UPDATE)]
+    assert [(v["version"], v["content"]) for v in versions] == [(1, BASE), (2, ALSO_RELATED)]
     assert memories(owner, agent) == [restored]
     assert owner.post(f"{path}/restore", json={"version": 9}).status_code == 404
     assert owner.post(f"{path}/restore", json={"version": 0}).status_code == 400
@@ -489,7 +483,7 @@ def test_deleting_an_agent_deletes_its_memories_and_documents(server: Server, ow
     agent = new_agent(owner)["id"]
     uploaded(owner, agent, "bikes.md", BIKE_GUIDE.encode())
     memory = remember(owner, agent, BASE)["memory"]
-    remember(owner, agent, JUST_ABOVE_UPDATE)
+    remember(owner, agent, ALSO_RELATED)
     assert spaces(server, agent) == {local_space(owner): 4}
 
     assert owner.ok("DELETE", f"/api/agents/{agent}") == {"ok": True}

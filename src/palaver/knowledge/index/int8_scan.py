@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from palaver.knowledge.int8_graph import model_class
+from palaver.knowledge.index.onnx_proto import model_class
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
