@@ -182,8 +182,8 @@ environment (OWNER_KEY is required; --data-dir, --host and --port win over their
   PALAVER_ALLOWED_ORIGINS  other web origins allowed to open the WebSocket, comma-separated
 
 The README's "Environment" section lists the rest (time-outs, queue sizes, clustering).
-Everything the owner changes at run time (model providers, keys, limits) is set in the
-browser, not here."""
+What the owner changes at run time (model providers and their keys, limits, web search) is
+set in the browser's settings page or with PUT /api/settings, not here."""
 
 OVERVIEW = """\
 start:
