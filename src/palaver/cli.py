@@ -55,14 +55,32 @@ def _serve(args: argparse.Namespace) -> int:
     # Imported only now: the app pulls in heavy SDKs, and a bad configuration answers at once.
     from palaver.app import create_app
 
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    _log_to_stderr(config.log_level)
     if os.environ.get("PALAVER_DEBUG_BLOCKING") == "1":
         _fail_on_blocking_calls()
     server = _AnnouncingServer(uvicorn.Config(create_app(config), **uvicorn_options(config)))
     server.run()
     return 0 if server.started else 1
+
+
+def _log_to_stderr(level_name: str) -> None:
+    """Our lines with their time and source. Above DEBUG no line may quote what people wrote:
+    httpx's request lines carry URLs with search terms (the web search tool) and uvicorn's
+    access lines query strings (a memory search's `q`), so those are held back or cut."""
+    level = logging.getLevelName(level_name.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if isinstance(level, int) and level > logging.DEBUG:
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("uvicorn.access").addFilter(_without_query_string)
+
+
+def _without_query_string(record: logging.LogRecord) -> bool:
+    """uvicorn's access line, its path cut at the query string."""
+    if isinstance(record.args, tuple) and len(record.args) == 5:
+        address, method, path, version, status = record.args
+        if isinstance(path, str) and "?" in path:
+            record.args = (address, method, path.partition("?")[0] + "?…", version, status)
+    return True
 
 
 WS_MAX_FRAME = 64 * 1024
@@ -145,30 +163,128 @@ def _fail_on_blocking_calls() -> None:
     BlockBuster().activate()
 
 
+SERVE_ENVIRONMENT = """\
+environment (OWNER_KEY is required; --data-dir, --host and --port win over their variables):
+  OWNER_KEY                the owner's password, at least 12 characters; the owner logs in
+                           with it in the browser
+  PALAVER_DATA_DIR         where the SQLite database and uploads live (default ./data)
+  PALAVER_HOST             address to listen on (default 127.0.0.1)
+  PALAVER_PORT             port to listen on (default 8000)
+  DATABASE_URL             postgresql://user:password@host/db to store in PostgreSQL (pip
+                           install 'palaver[postgres]'); default: palaver.db in the data dir
+  REDIS_URL                redis://host:port/db: several nodes share events and rate limits
+                           through Redis (docs/SCALING.md)
+  PALAVER_LOG_LEVEL        debug, info (default), warning or error
+  PALAVER_TRUST_PROXY      1 behind a reverse proxy: trust its X-Forwarded-For and
+                           X-Forwarded-Proto headers
+  PALAVER_ALLOWED_HOSTS    host names requests may use besides localhost and --host,
+                           comma-separated (* for any); set it when serving on 0.0.0.0
+  PALAVER_ALLOWED_ORIGINS  other web origins allowed to open the WebSocket, comma-separated
+
+The README's "Environment" section lists the rest (time-outs, queue sizes, clustering).
+What the owner changes at run time (model providers and their keys, limits, web search) is
+set in the browser's settings page or with PUT /api/settings, not here."""
+
+OVERVIEW = """\
+start:
+  OWNER_KEY=change-me-to-a-long-secret palaver serve
+  then open http://127.0.0.1:8000 and log in with that OWNER_KEY
+
+environment: OWNER_KEY (required by serve), PALAVER_DATA_DIR, PALAVER_HOST, PALAVER_PORT,
+DATABASE_URL, REDIS_URL, PALAVER_LOG_LEVEL and more: see "palaver serve --help"."""
+
+STORAGE_ENVIRONMENT = """\
+environment:
+  PALAVER_DATA_DIR  the data dir, as --data-dir (default ./data)
+  DATABASE_URL      the database, if not the data dir's palaver.db"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="palaver", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the HTTP and WebSocket service")
-    serve.add_argument("--data-dir", type=Path, default=None)
-    serve.add_argument("--host", default=None)
-    serve.add_argument("--port", type=int, default=None)
-    again = commands.add_parser(
-        "reindex", help="re-embed agents' memories and documents after an embedding change"
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="palaver",
+        description="Palaver: a chat server where people and AI agents talk in channels.",
+        epilog=OVERVIEW,
+        formatter_class=raw,
     )
-    again.add_argument("--data-dir", type=Path, default=None)
-    again.add_argument("--agent", action="append", help="an agent id (repeatable; default all)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the chat service (HTTP, WebSocket and the web page)",
+        description="Run the chat service: the web page, the HTTP API and the WebSocket, on one\n"
+        "port. The database is created, or brought up to date, at start.",
+        epilog=SERVE_ENVIRONMENT,
+        formatter_class=raw,
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the SQLite database and uploads live (default: PALAVER_DATA_DIR, else ./data)",
+    )
+    serve.add_argument(
+        "--host",
+        default=None,
+        help="address to listen on (default: PALAVER_HOST, else 127.0.0.1; 0.0.0.0 for all)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port to listen on (default: PALAVER_PORT, else 8000; 0 for any free one)",
+    )
+    again = commands.add_parser(
+        "reindex",
+        help="re-embed agents' memories and documents after an embedding change",
+        description="Re-embed agents' memories and documents with the embedding model the\n"
+        "settings name, after that setting changed, with the service stopped (a running\n"
+        "service does the same with POST /api/agents/{id}/reindex).",
+        epilog=STORAGE_ENVIRONMENT,
+        formatter_class=raw,
+    )
+    again.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the installation's data dir (default: PALAVER_DATA_DIR, else ./data)",
+    )
+    again.add_argument(
+        "--agent",
+        action="append",
+        metavar="ID",
+        help="only this agent (repeatable; default: every agent)",
+    )
     move = commands.add_parser(
         "migrate-db",
         help="copy this installation's SQLite database into an empty PostgreSQL database",
+        description="Copy this installation's SQLite database into an empty PostgreSQL database,\n"
+        "table by table, checking every table's rows and checksum. Exit status: 0 copied and\n"
+        "verified, 1 a table differs or the copy failed (and was rolled back), 2 refused\n"
+        "before copying anything.",
+        epilog=STORAGE_ENVIRONMENT,
+        formatter_class=raw,
     )
-    move.add_argument("--to", required=True, metavar="URL", help="postgresql://user:pw@host/db")
+    move.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="the empty PostgreSQL database: postgresql://user:password@host/db",
+    )
     move.add_argument(
         "--from",
         dest="from_url",
         metavar="URL",
         help="sqlite:///path/palaver.db (default: DATABASE_URL, else the data dir's database)",
     )
-    move.add_argument("--data-dir", type=Path, default=None)
+    move.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the installation's data dir (default: PALAVER_DATA_DIR, else ./data)",
+    )
     move.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.command == "serve":

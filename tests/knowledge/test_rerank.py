@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from palaver.knowledge.rerank import ModelReranker, parse_grades
 from palaver.llm.base import ProviderError
+from palaver.llm.builtin import ECHO, BuiltinProvider
 from tests.knowledge.helpers import ScriptedProvider
+from tests.support import unique
 
 PASSAGES = ["Cats purr.", "Dogs bark.", "Cows moo."]
 
@@ -64,3 +68,29 @@ async def test_nothing_to_grade_needs_no_call() -> None:
     provider = ScriptedProvider("unused")
     assert await ModelReranker(provider, "m").grade("q", []) == []
     assert provider.calls == []
+
+
+async def test_the_echo_models_ungraded_answer_is_told_once_at_debug_and_only_there_quoted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The default agent's model echoes instead of grading: a normal path, so no WARNING on
+    every knowledge query, and the query and passages stay out of the log above DEBUG."""
+    reranker = ModelReranker(BuiltinProvider(unique("echo-")), ECHO)
+    with caplog.at_level(logging.DEBUG, logger="palaver.knowledge.rerank"):
+        for _ in range(3):
+            assert await reranker.grade("which animal barks?", PASSAGES) is None
+    (record,) = caplog.records
+    assert record.levelno == logging.DEBUG
+    assert "which animal barks?" in record.getMessage()
+
+
+async def test_another_models_unusable_answer_is_a_warning_once_without_the_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    provider = ScriptedProvider("The second one: Dogs bark.", id=unique("scripted-"))
+    with caplog.at_level(logging.DEBUG, logger="palaver.knowledge.rerank"):
+        for _ in range(3):
+            assert await ModelReranker(provider, "m").grade("which animal barks?", PASSAGES) is None
+    above_debug = [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG]
+    assert len(above_debug) == 1 and f"{provider.id}/m" in above_debug[0]
+    assert not any(text in above_debug[0] for text in ("barks", *PASSAGES))

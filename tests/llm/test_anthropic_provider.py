@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import pytest
@@ -80,12 +81,16 @@ async def collect(
     return [d async for d in provider.stream("claude-fake-1", messages, tools)]
 
 
-async def failure(provider: AnthropicProvider) -> tuple[list[Delta], str]:
+async def failure(provider: AnthropicProvider) -> tuple[list[Delta], str, str]:
+    """The deltas before the failure, its message for the channel (checked to name no
+    address) and its detail for the owner's log."""
     got: list[Delta] = []
     with pytest.raises(ProviderError) as caught:
         async for delta in provider.stream("claude-fake-1", HELLO):
             got.append(delta)
-    return got, str(caught.value)
+    message = str(caught.value)
+    assert not re.search(r"127\.0\.0\.1|localhost|https?:|:\d{2,5}\b", message), message
+    return got, message, caught.value.detail
 
 
 def calls_of(deltas: list[Delta]) -> list[ToolCall]:
@@ -244,71 +249,84 @@ async def test_http_error_before_the_stream_reads_as_one_sentence(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.enqueue(http_error(529, "Overloaded"))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == []
-    assert message == "The model provider 'claude' answered 529: Overloaded."
+    assert message == "The model provider 'claude' failed (HTTP 529)."
+    assert detail == f"The model provider 'claude' at {fake.url} answered 529: Overloaded."
 
 
 async def test_a_wrong_key_is_reported_without_the_key(fake: FakeAnthropic, make: Maker) -> None:
     adapter = make(fake.base_url, apiKey="sk-ant-wrong-key-123456")
-    _, message = await failure(adapter)
-    assert message == "The model provider 'claude' answered 401: Invalid API key."
+    _, message, detail = await failure(adapter)
+    assert message == "The model provider 'claude' refused the key (HTTP 401)."
+    assert detail == f"The model provider 'claude' at {fake.url} answered 401: Invalid API key."
 
 
 async def test_error_messages_never_hold_the_key(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.enqueue(http_error(400, f"Key {KEY} is not allowed here"))
-    _, message = await failure(provider)
-    assert KEY not in message
-    assert message == "The model provider 'claude' answered 400: Key •••• is not allowed here."
+    _, message, detail = await failure(provider)
+    assert message == "The model provider 'claude' refused the request (HTTP 400)."
+    assert detail.endswith("answered 400: Key •••• is not allowed here.")
 
 
 async def test_a_stream_that_breaks_midway_keeps_what_arrived(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.enqueue(broken(text("a", "b", "c", "d"), after=2))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a"), TextDelta("b")]
     assert message == "The connection to the model provider 'claude' broke during the answer."
+    assert detail.startswith(f"The connection to the model provider 'claude' at {fake.url} ")
 
 
 async def test_a_malformed_stream_is_reported(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.enqueue(malformed(text("a", "b"), after=1))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a")]
     assert message == "The model provider 'claude' sent a malformed answer."
+    assert detail.startswith(f"The model provider 'claude' sent a malformed answer ({fake.url}, ")
 
 
 async def test_an_error_event_mid_stream_is_reported(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.enqueue(stream_error(text("a", "b"), after=1, message="Overloaded"))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a")]
-    assert message == "The model provider 'claude' failed during the answer: Overloaded."
+    assert message == "The model provider 'claude' failed during the answer."
+    assert (
+        detail == f"The model provider 'claude' at {fake.url} failed during the answer: Overloaded."
+    )
 
 
-async def test_refused_connection_names_the_provider_and_address(make: Maker) -> None:
+async def test_refused_connection_names_the_provider_and_only_the_log_the_address(
+    make: Maker,
+) -> None:
     port = free_port()
     adapter = make(f"http://127.0.0.1:{port}")
-    _, message = await failure(adapter)
-    assert message == f"Could not reach the model provider 'claude' at http://127.0.0.1:{port}."
+    _, message, detail = await failure(adapter)
+    assert message == "The model provider 'claude' did not answer."
+    assert detail.startswith(
+        f"Could not reach the model provider 'claude' at http://127.0.0.1:{port}: "
+    )
 
 
 async def test_a_silent_provider_times_out(fake: FakeAnthropic, make: Maker) -> None:
     fake.enqueue(hang())
     adapter = make(fake.base_url, timeoutSeconds=0.3)
-    _, message = await failure(adapter)
+    _, message, detail = await failure(adapter)
     assert message == "The model provider 'claude' did not answer within 0.3 seconds."
+    assert detail == f"The model provider 'claude' at {fake.url} did not answer within 0.3 seconds."
 
 
 async def test_a_stream_that_stalls_times_out(fake: FakeAnthropic, make: Maker) -> None:
     fake.enqueue(text("a", "b", delay=5))
     adapter = make(fake.base_url, timeoutSeconds=0.3)
-    got, message = await failure(adapter)
+    got, message, _ = await failure(adapter)
     assert got == [TextDelta("a")]
     assert message == "The model provider 'claude' did not answer within 0.3 seconds."
 
@@ -328,8 +346,11 @@ async def test_a_failed_model_listing_raises_a_readable_error(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     fake.models_error = http_error(403, "Not for you.")
-    with pytest.raises(ProviderError, match=r"^The model provider 'claude' answered 403: Not"):
+    with pytest.raises(
+        ProviderError, match=r"^The model provider 'claude' refused access"
+    ) as caught:
         await provider.list_models()
+    assert caught.value.detail.endswith("answered 403: Not for you.")
 
 
 async def test_cancelling_a_reply_mid_stream_raises_cancelled_not_a_provider_error(

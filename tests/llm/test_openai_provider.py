@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import pytest
@@ -84,13 +85,16 @@ async def collect(
     return [d async for d in provider.stream("gpt-fake", messages, tools)]
 
 
-async def failure(provider: OpenAIProvider) -> tuple[list[Delta], str]:
-    """The deltas that arrived before the stream failed, and the failure's message."""
+async def failure(provider: OpenAIProvider) -> tuple[list[Delta], str, str]:
+    """The deltas that arrived before the stream failed, the failure's message for the channel
+    (checked to name no address) and its detail for the owner's log."""
     got: list[Delta] = []
     with pytest.raises(ProviderError) as caught:
         async for delta in provider.stream("gpt-fake", HELLO):
             got.append(delta)
-    return got, str(caught.value)
+    message = str(caught.value)
+    assert not re.search(r"127\.0\.0\.1|localhost|https?:|:\d{2,5}\b", message), message
+    return got, message, caught.value.detail
 
 
 def calls_of(deltas: list[Delta]) -> list[ToolCall]:
@@ -201,63 +205,76 @@ async def test_http_error_before_the_stream_reads_as_one_sentence(
     fake: FakeOpenAI, provider: OpenAIProvider
 ) -> None:
     fake.enqueue(http_error(500, "The engine overheated."))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == []
-    assert message == "The model provider 'acme' answered 500: The engine overheated."
+    assert message == "The model provider 'acme' failed (HTTP 500)."
+    assert detail == f"The model provider 'acme' at {fake.url} answered 500: The engine overheated."
 
 
 async def test_error_messages_never_hold_the_key(
     fake: FakeOpenAI, provider: OpenAIProvider
 ) -> None:
-    fake.enqueue(http_error(401, f"Incorrect API key provided: {KEY}"))
-    _, message = await failure(provider)
-    assert message.startswith("The model provider 'acme' answered 401: Incorrect API key")
-    assert KEY not in message
+    fake.enqueue(http_error(401, f"Incorrect API key provided: {KEY[:6]}...{KEY[-4:]} or {KEY}"))
+    _, message, detail = await failure(provider)
+    assert message == "The model provider 'acme' refused the key (HTTP 401)."
+    assert detail.startswith(f"The model provider 'acme' at {fake.url} answered 401: Incorrect")
+    assert KEY not in detail and "••••" in detail
 
 
 async def test_a_stream_that_breaks_midway_keeps_what_arrived(
     fake: FakeOpenAI, provider: OpenAIProvider
 ) -> None:
     fake.enqueue(broken(text("a", "b", "c", "d"), after=2))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a"), TextDelta("b")]
     assert message == "The connection to the model provider 'acme' broke during the answer."
+    assert detail.startswith(f"The connection to the model provider 'acme' at {fake.url} ")
 
 
 async def test_a_malformed_stream_is_reported(fake: FakeOpenAI, provider: OpenAIProvider) -> None:
     fake.enqueue(malformed(text("a", "b"), after=1))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a")]
     assert message == "The model provider 'acme' sent a malformed answer."
+    assert detail.startswith(f"The model provider 'acme' sent a malformed answer ({fake.url}, ")
 
 
 async def test_an_error_event_mid_stream_is_reported(
     fake: FakeOpenAI, provider: OpenAIProvider
 ) -> None:
     fake.enqueue(stream_error(text("a", "b"), after=1, message="Overloaded"))
-    got, message = await failure(provider)
+    got, message, detail = await failure(provider)
     assert got == [TextDelta("a")]
-    assert message == "The model provider 'acme' failed during the answer: Overloaded."
+    assert message == "The model provider 'acme' failed during the answer."
+    assert (
+        detail == f"The model provider 'acme' at {fake.url} failed during the answer: Overloaded."
+    )
 
 
-async def test_refused_connection_names_the_provider_and_address(make: Maker) -> None:
+async def test_refused_connection_names_the_provider_and_only_the_log_the_address(
+    make: Maker,
+) -> None:
     port = free_port()
     adapter = make(f"http://127.0.0.1:{port}/v1")
-    _, message = await failure(adapter)
-    assert message == f"Could not reach the model provider 'acme' at http://127.0.0.1:{port}."
+    _, message, detail = await failure(adapter)
+    assert message == "The model provider 'acme' did not answer."
+    assert detail.startswith(
+        f"Could not reach the model provider 'acme' at http://127.0.0.1:{port}: "
+    )
 
 
 async def test_a_silent_provider_times_out(fake: FakeOpenAI, make: Maker) -> None:
     fake.enqueue(hang())
     adapter = make(fake.base_url, timeoutSeconds=0.3)
-    _, message = await failure(adapter)
+    _, message, detail = await failure(adapter)
     assert message == "The model provider 'acme' did not answer within 0.3 seconds."
+    assert detail == f"The model provider 'acme' at {fake.url} did not answer within 0.3 seconds."
 
 
 async def test_a_stream_that_stalls_times_out(fake: FakeOpenAI, make: Maker) -> None:
     fake.enqueue(stall(text("a", "b"), after=1))
     adapter = make(fake.base_url, timeoutSeconds=0.3)
-    got, message = await failure(adapter)
+    got, message, _ = await failure(adapter)
     assert got == [TextDelta("a")]
     assert "did not answer within 0.3 seconds" in message
 
@@ -305,8 +322,9 @@ async def test_a_failed_model_listing_raises_a_readable_error(
     fake: FakeOpenAI, provider: OpenAIProvider
 ) -> None:
     fake.models_error = http_error(403, "Project has no access.")
-    with pytest.raises(ProviderError, match=r"^The model provider 'acme' answered 403: Project"):
+    with pytest.raises(ProviderError, match=r"^The model provider 'acme' refused access") as caught:
         await provider.list_models()
+    assert caught.value.detail.endswith("answered 403: Project has no access.")
 
 
 async def test_a_bad_base_url_is_refused_with_a_readable_error(make: Maker) -> None:

@@ -151,10 +151,14 @@ async def test_a_failing_provider_is_reported_beside_the_others(
     anthropic_fake.models_error = http_error(500, "Internal error.")
     models, errors = await registry.list_models()
     assert [m.id for m in models] == ["acme/gpt-fake", "builtin/echo"]
-    assert errors == {
-        "claude": "The model provider 'claude' answered 500: Internal error.",
-        "down": f"Could not reach the model provider 'down' at http://127.0.0.1:{port}.",
-    }
+    # The owner's page: where, and the vendor's words.
+    assert errors["claude"] == (
+        f"The model provider 'claude' at {anthropic_fake.url} answered 500: Internal error."
+    )
+    assert errors["down"].startswith(
+        f"Could not reach the model provider 'down' at http://127.0.0.1:{port}: "
+    )
+    assert set(errors) == {"claude", "down"}
 
 
 async def test_a_provider_with_a_bad_address_is_reported_not_raised() -> None:

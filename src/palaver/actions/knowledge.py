@@ -83,10 +83,12 @@ async def ingest(
 
 
 def _settled(task: asyncio.Task[Any]) -> None:
-    """A background ingest's failure is on its document already; nothing is left to raise."""
+    """A background ingest's failure is on its document already; nothing is left to raise.
+    Its text may quote the file (a PDF parser's complaint), so the log has only its type."""
     _running.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.info("a background ingest failed: %s", task.exception())
+    failed = None if task.cancelled() else task.exception()
+    if failed is not None:
+        log.info("a background ingest failed (%s); its document says why", type(failed).__name__)
 
 
 async def _publish(svc: Services, document: Document, done: int, status: str) -> None:

@@ -2,6 +2,7 @@
 
 The key may be the stored one, sent back masked as the settings API shows it; it is used
 but never echoed, and is cut out of the provider's error text in case the vendor quoted it.
+Only the owner tests providers, so a failure is told in full: where, and the vendor's words.
 """
 
 from __future__ import annotations
@@ -41,13 +42,13 @@ async def try_provider(provider_id: str, config: ProviderConfig) -> tuple[list[s
     try:
         adapter = await build_provider(provider_id, config)
     except ProviderError as exc:
-        return [], _scrubbed(str(exc), config.apiKey)
+        return [], _scrubbed(exc.detail, config.apiKey)
     try:
         async with asyncio.timeout(timeout + 1):
             models = await adapter.list_models()
         return sorted({m.name for m in models}), None
     except ProviderError as exc:
-        return [], _scrubbed(str(exc), config.apiKey)
+        return [], _scrubbed(exc.detail, config.apiKey)
     except TimeoutError:
         return [], f"The model provider '{provider_id}' did not answer within {timeout:g} seconds."
     except Exception:

@@ -56,7 +56,7 @@ class MemorySection:
         try:
             found = await self._memories.relevant(agent.id, message.content, only_channel=scope)
         except ProviderError as exc:
-            log.warning("agent %s answers without its memories: %s", agent.id, exc)
+            log.warning("agent %s answers without its memories: %s", agent.id, exc.detail)
             return None
         if not found:
             return None
@@ -80,7 +80,7 @@ class KnowledgeSection:
                 agent.id, message.content, INJECTED_CHUNKS, reranker, members_only=members_only
             )
         except ProviderError as exc:
-            log.warning("agent %s answers without its documents: %s", agent.id, exc)
+            log.warning("agent %s answers without its documents: %s", agent.id, exc.detail)
             return None
         if not found:
             return None

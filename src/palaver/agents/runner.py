@@ -165,11 +165,15 @@ class ReplyRunner:
             except TimeoutError:
                 if whole_reply.expired():
                     ending["error"] = f"The reply took longer than {deadline} seconds; cut off."
+                    log.warning(
+                        "reply %s of %s was cut off after %s s", reply.id, req.agent.id, deadline
+                    )
                 else:
                     log.exception("reply %s failed", reply.id)
                     ending["error"] = "The reply failed because of an internal error."
             except ProviderError as exc:
                 ending["error"] = str(exc)
+                log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, exc.detail)
             except Exception:
                 log.exception("reply %s failed", reply.id)
                 ending["error"] = "The reply failed because of an internal error."
@@ -366,8 +370,6 @@ class ReplyRunner:
                 log.warning("reply %s, taken over as interrupted, is replaced by its end", reply.id)
             tx.on_commit(lambda: self.svc.bus.publish(topic, {"type": "stream_end", "data": end}))
             tx.on_commit(_publisher(self.svc, topic, stored))
-        if "error" in ending:
-            log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, ending["error"])
         return stored
 
 

@@ -140,7 +140,8 @@ def _parse_pdf(data: bytes) -> ParsedDocument:
         raise UnreadableDocument(f"The PDF cannot be read: {exc}") from exc
     except Exception as exc:
         # pypdf raises assorted built-in errors on malformed files; the upload is the culprit.
-        log.info("unreadable PDF: %r", exc)
+        # Their text may quote the file's bytes, so only DEBUG shows it; the type is reported.
+        log.debug("unreadable PDF: %r", exc)
         raise UnreadableDocument(f"The PDF cannot be read ({type(exc).__name__}).") from exc
     text_pages = tuple(p for p in pages if p.text.strip())
     if not text_pages:

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from palaver.llm.base import ChatMessage, GenerationOptions, ModelProvider, ProviderError
+from palaver.llm.builtin import BuiltinProvider
 
 log = logging.getLogger(__name__)
 
 RERANK_DEPTH = 10
 PASSAGE_CHARS = 1500
+_UNUSABLE_SEEN: set[str] = set()
+"""The models whose unusable re-scoring answer was logged already, in this process."""
 
 _INSTRUCTIONS = (
     "You grade search results. For each numbered passage, judge how well it answers the "
@@ -58,13 +61,35 @@ class ModelReranker:
         ]
         try:
             answer = await self.provider.complete(self.model, messages, self.options)
-        except (ProviderError, TimeoutError) as exc:
-            log.warning("re-scoring failed, keeping fusion order: %s", exc)
+        except ProviderError as exc:
+            log.warning("re-scoring failed, keeping fusion order: %s", exc.detail)
+            return None
+        except TimeoutError:
+            log.warning("re-scoring by %s timed out, keeping fusion order", self._name)
             return None
         grades = parse_grades(answer, len(passages))
         if grades is None:
-            log.warning("re-scoring answer unusable, keeping fusion order: %.200r", answer)
+            self._unusable(answer)
         return grades
+
+    @property
+    def _name(self) -> str:
+        return f"{self.provider.id}/{self.model}"
+
+    def _unusable(self, answer: str) -> None:
+        """Said once per model. The built-in echo model never grades, so that is a normal path
+        for it (DEBUG); for another model it is worth the owner's notice. The answer may quote
+        the query and the passages, so only DEBUG shows it."""
+        if self._name in _UNUSABLE_SEEN:
+            return
+        _UNUSABLE_SEEN.add(self._name)
+        if isinstance(self.provider, BuiltinProvider):
+            log.debug("%s cannot re-score; fusion order kept: %.200r", self._name, answer)
+            return
+        log.warning(
+            "re-scoring answers of %s are unusable; fusion order kept (told once)", self._name
+        )
+        log.debug("the unusable answer of %s: %.200r", self._name, answer)
 
 
 def parse_grades(answer: str, count: int) -> list[float] | None:

@@ -76,7 +76,42 @@ class ModelInfo:
 
 
 class ProviderError(Exception):
-    """A provider failed; the message is one readable sentence, safe to show to users."""
+    """A provider failed. The message is one readable sentence, safe to show to anyone who
+    reads the channel (guests too): it names the provider, never its address or key.
+    `detail` is the owner's version for the server log, which may say where and why."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or message
+
+
+def failure(public: str, detail: str, key: str) -> ProviderError:
+    """A ProviderError from two sentence fragments: `public` for the channel, `detail` (with
+    the address and the vendor's own words) for the log; a key the vendor quoted is cut out."""
+    if key:
+        detail = detail.replace(key, "••••")
+    return ProviderError(_sentence(public), _sentence(detail))
+
+
+def status_phrase(status: int) -> str:
+    """What an HTTP status from a provider means, in words that quote nothing the vendor said:
+    its message may hold part of a key (OpenAI quotes one) or a proxy's internal address."""
+    if status == 401:
+        return f"refused the key (HTTP {status})"
+    if status == 403:
+        return f"refused access (HTTP {status})"
+    if status == 404:
+        return f"does not know the model (HTTP {status})"
+    if status == 429:
+        return f"is over its rate limit or quota (HTTP {status})"
+    if status >= 500:
+        return f"failed (HTTP {status})"
+    return f"refused the request (HTTP {status})"
+
+
+def _sentence(text: str) -> str:
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 class ModelProvider(Protocol):

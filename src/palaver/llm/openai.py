@@ -31,6 +31,8 @@ from palaver.llm.base import (
     ToolCallDelta,
     ToolSpec,
     Usage,
+    failure,
+    status_phrase,
 )
 from palaver.settings import ProviderConfig
 
@@ -91,11 +93,16 @@ class OpenAIProvider:
         except openai.APIError as exc:
             raise self._failure(exc, limit, started=True) from exc
         except (ValueError, AttributeError, TypeError) as exc:
-            raise ProviderError(f"The model provider '{self.id}' sent a malformed answer.") from exc
+            raise self._malformed(exc) from exc
         finally:
             await chunks.close()
         if not reader.finished:
-            raise ProviderError(f"The model provider '{self.id}' broke off its answer.")
+            name = f"the model provider '{self.id}'"
+            raise failure(
+                f"{name} broke off its answer",
+                f"{name} at {self._where} broke off its answer",
+                self._key,
+            )
         if reader.usage is not None:
             yield reader.usage
 
@@ -124,23 +131,37 @@ class OpenAIProvider:
         await self._client.close()
 
     def _failure(self, exc: openai.APIError, timeout: float, *, started: bool) -> ProviderError:
-        """One readable sentence for any SDK error, without the key."""
+        """For the channel, what happened in the provider's name only; for the log, where."""
         name = f"the model provider '{self.id}'"
+        at = f"{name} at {self._where}"
         if isinstance(exc, openai.APITimeoutError):
-            text = f"{name} did not answer within {timeout:g} seconds"
+            public = f"{name} did not answer within {timeout:g} seconds"
+            detail = f"{at} did not answer within {timeout:g} seconds"
         elif isinstance(exc, openai.APIConnectionError) and started:
-            text = f"the connection to {name} broke during the answer"
+            public = f"the connection to {name} broke during the answer"
+            detail = f"the connection to {at} broke during the answer: {_cause(exc)}"
         elif isinstance(exc, openai.APIConnectionError):
-            text = f"could not reach {name} at {self._where}"
+            public = f"{name} did not answer"
+            detail = f"could not reach {at}: {_cause(exc)}"
         elif isinstance(exc, openai.APIStatusError):
-            detail = _detail(exc.body, exc.response.reason_phrase)
-            text = f"{name} answered {exc.status_code}: {detail}"
+            public = f"{name} {status_phrase(exc.status_code)}"
+            reason = _detail(exc.body, exc.response.reason_phrase)
+            detail = f"{at} answered {exc.status_code}: {reason}"
         else:
-            text = f"{name} failed during the answer: {_detail(exc.body, exc.message)}"
-        if self._key:
-            text = text.replace(self._key, "••••")
-        text = text[0].upper() + text[1:]
-        return ProviderError(text if text.endswith((".", "!", "?")) else f"{text}.")
+            public = f"{name} failed during the answer"
+            detail = f"{at} failed during the answer: {_detail(exc.body, exc.message)}"
+        return failure(public, detail, self._key)
+
+    def _malformed(self, exc: Exception) -> ProviderError:
+        """The exception's type only: its text may quote the model's answer."""
+        public = f"the model provider '{self.id}' sent a malformed answer"
+        return failure(public, f"{public} ({self._where}, {type(exc).__name__})", self._key)
+
+
+def _cause(exc: openai.APIError) -> str:
+    """The transport's reason (refused, unknown host...), which the SDK keeps as the cause."""
+    found = exc.__cause__ or exc
+    return str(found) or type(found).__name__
 
 
 def _detail(body: object, fallback: str) -> str:

@@ -94,7 +94,7 @@ class ProviderRegistry:
         try:
             return await (await self._provider(provider_id)).list_models(), None
         except ProviderError as exc:
-            return [], str(exc)
+            return [], exc.detail  # for the owner's models page: where, and why
         except Exception:
             # The page of models must show the others; this one is logged and reported.
             log.exception("listing the models of provider %r failed", provider_id)

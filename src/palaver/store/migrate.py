@@ -1,20 +1,29 @@
 """Bring the schema up to date at start-up, keeping every row an older version wrote.
 
 Migrations run on a plain synchronous connection in a worker thread: Alembic reads its
-scripts with blocking I/O, which must stay off the event loop.
+scripts with blocking I/O, which must stay off the event loop. Alembic's own INFO lines (two
+of context, then one of several lines per migration) are held back; one line says where the
+database stands.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine
 
 from palaver.store.urls import sync_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+log = logging.getLogger(__name__)
 
 
 def _alembic(connection: Connection) -> AlembicConfig:
@@ -25,18 +34,47 @@ def _alembic(connection: Connection) -> AlembicConfig:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    engine = create_engine(sync_url(url))
-    try:
-        with engine.begin() as conn:
-            command.upgrade(_alembic(conn), revision)
-    finally:
-        engine.dispose()
+    _run(url, lambda cfg: command.upgrade(cfg, revision), "applied")
 
 
 def downgrade(url: str, revision: str) -> None:
+    _run(url, lambda cfg: command.downgrade(cfg, revision), "reverted")
+
+
+def _run(url: str, move: Callable[[AlembicConfig], None], verb: str) -> None:
     engine = create_engine(sync_url(url))
     try:
-        with engine.begin() as conn:
-            command.downgrade(_alembic(conn), revision)
+        with engine.begin() as conn, _alembic_quiet():
+            cfg = _alembic(conn)
+            before = MigrationContext.configure(conn).get_current_revision()
+            move(cfg)
+            after = MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
+    log.info("%s", _summary(before, after, verb))
+
+
+def _summary(before: str | None, after: str | None, verb: str) -> str:
+    """ "database at revision 0010, 10 migrations applied", or without the count if none ran."""
+    if after is None:
+        where = "database has no schema"
+    else:
+        where = f"database at revision {after.partition('_')[0]}"
+    if before == after:
+        return where
+    script = ScriptDirectory(str(MIGRATIONS))
+    upper, lower = (after, before) if verb == "applied" else (before, after)
+    steps = sum(1 for _ in script.iterate_revisions(upper or "base", lower or "base"))
+    return f"{where}, {steps} migration{'' if steps == 1 else 's'} {verb}"
+
+
+@contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    """Alembic's INFO lines off while it runs; its warnings and errors still go through."""
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
