@@ -164,7 +164,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ProviderError)
     async def provider_error(_: Request, exc: ProviderError) -> JSONResponse:
-        """A model or embedding endpoint failed: its reason is readable and safe to show."""
+        """A model or embedding endpoint failed: its reason is readable and safe to show; the
+        owner's log gets where and why."""
+        log.warning("%s", exc.detail)
         return JSONResponse({"error": str(exc)}, status_code=502)
 
     @app.exception_handler(RequestValidationError)

@@ -22,7 +22,7 @@ from tests.fakes.script import Reply, text
 from tests.fakes.server import RecordedRequest
 from tests.knowledge.helpers import graded_passages, is_grading, make_pdf
 from tests.memory_texts import ALSO_RELATED, BASE, DISTANT, DUPLICATE, RELATED
-from tests.support import Api, Server, Ws, new_agent, sql
+from tests.support import Api, Server, Ws, free_port, new_agent, sql
 
 GRADER = "kbgrader"
 """The provider id under which the fake model that re-scores passages is configured."""
@@ -565,3 +565,21 @@ def test_an_embedding_change_leaves_vectors_stale_until_they_are_reindexed(
     assert f"[{'#' * 30}] {total}/{total}" in run.stderr
     assert f"[{'.' * 30}] 0/{total}" in run.stderr
     assert spaces(fresh_server, agent) == {LOCAL: total}
+
+
+def test_a_failing_embedding_endpoint_is_named_without_its_address(fresh_server: Server) -> None:
+    """Guests read what a memory or knowledge search answers; the owner's log keeps where."""
+    fresh_server.start()
+    port = free_port()
+    key = "sk-embedding-secret-0123456789"
+    down = {"type": "openai", "baseUrl": f"http://127.0.0.1:{port}/v1", "apiKey": key}
+    with fresh_server.login() as owner:
+        settings = {"providers": {"emb": down}, "embedding": {"provider": "emb", "model": "e"}}
+        owner.ok("PUT", "/api/settings", json=settings)
+        agent = new_agent(owner)["id"]
+        response = owner.get(f"/api/agents/{agent}/memories", params={"q": "the owner's pet"})
+    assert response.status_code == 502
+    assert response.json() == {"error": "The embedding endpoint of 'emb' did not answer."}
+    log = fresh_server.read_log()
+    assert any(f"127.0.0.1:{port}" in line and "WARNING" in line for line in log.splitlines())
+    assert key not in log

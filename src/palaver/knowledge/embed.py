@@ -21,7 +21,7 @@ import numpy as np
 
 from palaver.errors import Conflict
 from palaver.knowledge.index.base import Space
-from palaver.llm.base import ProviderError
+from palaver.llm.base import ProviderError, failure, status_phrase
 from palaver.settings import ProviderConfig, Settings
 
 if TYPE_CHECKING:
@@ -352,8 +352,13 @@ class OpenAIEmbedder:
                 model=self._model, input=batch, encoding_format="float"
             )
         except self._api_error as exc:
-            raise ProviderError(
-                f"The embedding endpoint of '{self._provider_id}' failed: {exc}"
+            status = getattr(exc, "status_code", None)
+            what = status_phrase(status) if isinstance(status, int) else "did not answer"
+            raise failure(
+                f"the embedding endpoint of '{self._provider_id}' {what}",
+                f"the embedding endpoint of '{self._provider_id}' at {self._config.baseUrl} "
+                f"failed: {exc}",
+                self._config.apiKey or "",
             ) from exc
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(batch) or not data or not data[0].embedding:
