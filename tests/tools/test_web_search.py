@@ -237,8 +237,9 @@ async def test_server_errors_and_malformed_answers_become_tool_errors(
     configure(config, provider=kind, baseUrl=fake.base_url, apiKey=API_KEY)
 
     fake.status = 500
-    with pytest.raises(ToolError, match="answered HTTP 500"):
+    with pytest.raises(ToolError, match="answered HTTP 500") as failed:
         await tool(CTX, {"query": "otters"})
+    assert str(failed.value).endswith("answered HTTP 500."), "the body stays in the debug log"
 
     fake.reset()
     fake.malformed = True

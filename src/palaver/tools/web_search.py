@@ -247,12 +247,15 @@ async def _send(
         raise WebSearchError(f"{service} did not answer in time.") from exc
     except httpx.HTTPError as exc:
         logger.warning("%s search failed: %s", service, type(exc).__name__)
-        raise WebSearchError(f"Could not reach {service}: {_reason(exc)}.") from exc
+        logger.debug("%s search failed: %s", service, _reason(exc))
+        raise WebSearchError(f"Could not reach {service}.") from exc
     if response.status_code != 200:
+        # The body may name internal hosts, echo a key or the query: tool results reach the
+        # channel, and the log above DEBUG holds no text people wrote.
         logger.warning("%s search answered HTTP %d", service, response.status_code)
-        detail = _body_excerpt(response)
+        logger.debug("%s search answered%s", service, _body_excerpt(response))
         raise WebSearchError(
-            f"{service} answered HTTP {response.status_code}{hint(response.status_code)}{detail}."
+            f"{service} answered HTTP {response.status_code}{hint(response.status_code)}."
         )
     try:
         return response.json()
