@@ -7,6 +7,7 @@ detection on, and every server's log is checked for tracebacks when it stops.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,22 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header() -> str:
     """The integer kernels the suite's int8 tests ran on (they differ from CPU to CPU)."""
     return f"cpu: {instruction_sets()}"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
+    now, in a thread, it overlaps the tests that run before it."""
+    if any(item.nodeid.startswith("tests/test_deploy_install.py") for item in session.items):
+        from tests.test_deploy_install import INSTALL
+
+        INSTALL.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Its folder goes even when the run stopped before its test (`-x`, Ctrl-C)."""
+    module = sys.modules.get("tests.test_deploy_install")
+    if module is not None:
+        module.INSTALL.remove()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -76,6 +76,8 @@ class Server:
         self.env = dict(env or {})
         self.database_url: str | None = self.env.get("DATABASE_URL")
         self.owner_key = OWNER_KEY
+        self.python = sys.executable
+        """The interpreter that runs it: another environment's, to test that install."""
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
@@ -110,7 +112,7 @@ class Server:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                self.python,
                 "-m",
                 "palaver",
                 "serve",

@@ -1,9 +1,10 @@
 import { svelte } from "@sveltejs/vite-plugin-svelte";
 import { defineConfig } from "vite";
+import { thirdPartyNotices } from "./notices";
 
 // The build lands inside the Python package, committed, so `pip install` serves it with no Node.
 export default defineConfig({
-  plugins: [svelte()],
+  plugins: [svelte(), thirdPartyNotices()],
   base: "/",
   build: {
     outDir: "../src/palaver/web/dist",

@@ -40,10 +40,8 @@ from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
-from palaver.auth.limiter_redis import RedisRateLimiter
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.bus.inproc import InProcessBus
-from palaver.bus.redis import RedisBus
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.ids import new_id
@@ -127,8 +125,12 @@ def build_services(config: Config) -> Services:
 
 
 def _bus_and_limiter(config: Config) -> tuple[EventBus, RateLimiter]:
-    """On Redis when `REDIS_URL` is set, so that several nodes share events and budgets."""
+    """On Redis when `REDIS_URL` is set, so that several nodes share events and budgets; the
+    Redis client (the `redis` extra) is imported only then."""
     if config.redis_url:
+        from palaver.auth.limiter_redis import RedisRateLimiter
+        from palaver.bus.redis import RedisBus
+
         return RedisBus(config.redis_url), RedisRateLimiter(config.redis_url)
     return InProcessBus(), MemoryRateLimiter()
 

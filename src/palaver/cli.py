@@ -45,6 +45,12 @@ def _serve(args: argparse.Namespace) -> int:
         where = ".".join(str(part) for part in first["loc"])
         print(f"palaver: invalid configuration: {where}: {first['msg']}", file=sys.stderr)
         return 2
+    from palaver.extras import missing_for_database, missing_for_redis
+
+    missing = missing_for_database(config.database_url) or missing_for_redis(config.redis_url)
+    if missing is not None:
+        print(f"palaver: {missing}", file=sys.stderr)
+        return 2
     if config.redis_url:
         from palaver.redis_client import unreachable
 
@@ -127,12 +133,18 @@ class _AnnouncingServer(uvicorn.Server):
 def _reindex(args: argparse.Namespace) -> int:
     import asyncio
 
+    from palaver.extras import missing_for_database
+
+    raw = os.environ.get("DATABASE_URL")
+    missing = missing_for_database(raw)
+    if missing is not None:
+        print(f"palaver: {missing}", file=sys.stderr)
+        return 2
     from palaver.knowledge.reindex_command import reindex
     from palaver.store import migrate
     from palaver.store.urls import app_url
 
     data_dir = _data_dir(args.data_dir)
-    raw = os.environ.get("DATABASE_URL")
     url = app_url(raw) if raw else f"sqlite+aiosqlite:///{data_dir / 'palaver.db'}"
     if not raw and not (data_dir / "palaver.db").exists():
         print(f"palaver: there is no database in {data_dir}", file=sys.stderr)
@@ -146,6 +158,12 @@ def _data_dir(given: Path | None) -> Path:
 
 
 def _migrate_db(args: argparse.Namespace) -> int:
+    from palaver.extras import POSTGRES_SYNC, missing_for_database
+
+    missing = missing_for_database(args.to, "--to", POSTGRES_SYNC)
+    if missing is not None:
+        print(f"palaver: {missing}", file=sys.stderr)
+        return 2
     from palaver.store.migrate_db_command import migrate_db_command
 
     return migrate_db_command(

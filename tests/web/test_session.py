@@ -51,6 +51,13 @@ def test_the_api_docs_need_no_network(web_server: Server) -> None:
             assert anonymous.get(src).status_code == 200
 
 
+def test_the_api_docs_render_the_operations_under_their_csp(browse: Browse) -> None:
+    """The vendored Swagger UI runs with the docs page's CSP: no script or console error."""
+    page = browse.page()
+    page.goto("/api/docs")
+    expect(page.locator(".opblock-summary-path", has_text="/api/messages").first).to_be_visible()
+
+
 def test_a_wrong_password_shows_the_servers_error_then_the_owner_logs_in_and_out(
     browse: Browse, web_server: Server
 ) -> None:

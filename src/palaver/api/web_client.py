@@ -23,6 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from palaver.errors import NotFound, allowed_methods
 
 DIST = Path(__file__).resolve().parent.parent / "web" / "dist"
+SWAGGER_UI = Path(__file__).resolve().parent / "swagger_ui"
+"""swagger-ui-dist 5.35.0 from npm (Apache-2.0: its LICENSE and NOTICE are beside the files).
+To update: `npm pack swagger-ui-dist@VERSION` and copy the same five files from `package/`."""
 RESERVED = ("/api/", "/uploads/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
@@ -85,15 +88,11 @@ def _load(folder: Path) -> dict[str, Asset]:
 
 
 def _swagger_assets() -> dict[str, Asset]:
-    """Swagger UI from the `swagger-ui-bundle` package: the docs need no CDN."""
+    """Swagger UI's two files, vendored byte for byte from the npm package `swagger-ui-dist`
+    (see SWAGGER_UI), so that the docs need neither a CDN nor a Python package of 9 MB."""
     assets = {"/init.js": _asset(DOCS_INIT.encode(), "init.js")}
-    try:
-        import swagger_ui_bundle
-    except ImportError:
-        return assets
-    folder = Path(swagger_ui_bundle.swagger_ui_path)
     for name in ("swagger-ui.css", "swagger-ui-bundle.js"):
-        assets["/" + name] = _asset((folder / name).read_bytes(), name)
+        assets["/" + name] = _asset((SWAGGER_UI / name).read_bytes(), name)
     return assets
 
 
