@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
-from tests.support import Server, history
+from tests.support import Server, history, new_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
@@ -175,5 +175,15 @@ def _check_and_serve(
             channel = owner.ok("POST", "/api/channels", json=body)["channel"]["id"]
             owner.ok("POST", "/api/messages", json={"channelId": channel, "content": "hello"})
             assert [m["content"] for m in history(owner, channel)] == ["hello"]
+            page = owner.get("/")
+            assert page.status_code == 200 and '<div id="app">' in page.text
+            # The shipped embedding model, from the installed package (not a source tree).
+            agent = new_agent(owner)["id"]
+            note = ("bees.md", b"# Bees\n\nA first-year hive is inspected every nine days.")
+            upload = owner.post("/api/rag/upload", files={"file": note}, data={"agentId": agent})
+            assert upload.status_code == 200, upload.text
+            asked = {"agentId": agent, "query": "how often is a hive inspected", "topK": 3}
+            results = owner.ok("POST", "/api/rag/query", json=asked)["results"]
+            assert results and results[0]["vectorRank"] == 1
     finally:
         node.stop()
