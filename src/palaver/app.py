@@ -220,6 +220,9 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
         return
     if event.get("type") == "cancel_reply":
         svc.dispatcher.runner.cancel(event["messageId"])
+    elif event.get("type") == "message_changed" and event.get("deleted"):
+        for message_id in event["messageIds"]:
+            svc.dispatcher.runner.cancel_answers_to(message_id)
     elif event.get("type") == "schedules_changed":
         svc.scheduler.wake()
     elif event.get("type") == "settings_changed":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import ColumnElement
 
@@ -65,8 +65,28 @@ class Dispatcher:
             if turn.waiting == 0:
                 self._routing.pop(channel.id, None)
 
-    async def _route(self, message: Message, channel: Channel) -> None:
-        targets = await addressed(self.svc, message, channel)
+    async def on_edited(self, message: Message, channel: Channel, before: str) -> None:
+        """An edit that mentions an agent the message did not mention before is handed on as
+        a new message would be, to those agents alone; a removed mention stops nothing."""
+        if channel.type != "group":
+            return
+        earlier = {
+            a.id for a in await addressed(self.svc, replace(message, content=before), channel)
+        }
+        turn = self._routing.setdefault(channel.id, _Turn(asyncio.Lock()))
+        turn.waiting += 1
+        try:
+            async with turn.lock:
+                await self._route(message, channel, earlier)
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                self._routing.pop(channel.id, None)
+
+    async def _route(
+        self, message: Message, channel: Channel, already: set[str] | frozenset[str] = frozenset()
+    ) -> None:
+        targets = [a for a in await addressed(self.svc, message, channel) if a.id not in already]
         if not targets:
             return
         if channel.type == "group" and self.group_handler is not None:

@@ -71,6 +71,7 @@ class _Active:
     """Why `cancel()` stopped it (cancelled, interrupted); None if it was not asked to stop."""
     finishing: bool = False
     """Streaming is over and the reply is being stored: too late to cancel."""
+    trigger_id: str = ""
 
 
 @dataclass
@@ -114,6 +115,12 @@ class ReplyRunner:
         active.task.cancel()
         return True
 
+    def cancel_answers_to(self, trigger_id: str) -> None:
+        """Stop the replies to a message that was deleted."""
+        for message_id, active in list(self._active.items()):
+            if active.trigger_id == trigger_id:
+                self.cancel(message_id)
+
     def cancel_all(self, reason: str) -> set[asyncio.Task[Any]]:
         """Cancel every reply still streaming; answers the tasks of all replies in flight, the
         ones being stored included, which must be let finish."""
@@ -135,7 +142,7 @@ class ReplyRunner:
             created_at=utcnow(),
         )
         topic = channel_topic(req.channel.id)
-        active = _Active(asyncio.current_task())
+        active = _Active(asyncio.current_task(), trigger_id=req.trigger.id)
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:

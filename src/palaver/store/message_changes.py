@@ -1,0 +1,206 @@
+"""What happens to a message after it is posted: edits (with the versions they replace),
+deletion, reactions, and the summary a thread's root carries.
+
+Plain functions over a sync connection, run inside the write unit of the change, so that the
+summaries kept on the message's row (reactions, a root's thread) never disagree with the rows
+they summarize; a history page then reads them with the message itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from palaver.domain import Message, Reaction
+from palaver.errors import Invalid, NotFound
+from palaver.store.messages import get
+from palaver.store.tables.core import message_reactions, message_versions, messages
+
+MAX_DISTINCT_REACTIONS = 50
+
+
+def existing(conn: Connection, message_id: str) -> Message:
+    """The message, unless it does not exist or was deleted."""
+    message = get(conn, message_id)
+    if message is None or message.deleted:
+        raise NotFound(f"No message has the id '{message_id}'.")
+    return message
+
+
+def edit(conn: Connection, message_id: str, content: str, now: datetime) -> tuple[Message, str]:
+    """Keep the current content as a version and put `content` in its place; answers the
+    edited message and the content it had."""
+    before = existing(conn, message_id)
+    count = conn.execute(
+        select(func.count()).where(message_versions.c.message_id == message_id)
+    ).scalar_one()
+    conn.execute(
+        insert(message_versions).values(
+            message_id=message_id,
+            version=count,
+            content=before.content,
+            edited_at=before.edited_at,
+        )
+    )
+    conn.execute(
+        update(messages).where(messages.c.id == message_id).values(content=content, edited_at=now)
+    )
+    after = get(conn, message_id)
+    assert after is not None
+    return after, before.content
+
+
+def versions(conn: Connection, message_id: str) -> list[dict[str, Any]]:
+    """Every content the message has had, oldest first, the current one last."""
+    current = existing(conn, message_id)
+    rows = conn.execute(
+        select(message_versions.c.content, message_versions.c.edited_at)
+        .where(message_versions.c.message_id == message_id)
+        .order_by(message_versions.c.version)
+    )
+    earlier = [(r.content, r.edited_at) for r in rows]
+    return [
+        {"content": content, "editedAt": edited_at}
+        for content, edited_at in [*earlier, (current.content, current.edited_at)]
+    ]
+
+
+def erase(conn: Connection, message_id: str, now: datetime) -> tuple[Message, Message | None]:
+    """Empty the message and drop its versions and reactions. Its row stays, without its text,
+    so that paging `before` it still works and a thread keeps its head; history shows it only
+    while it heads replies. Answers the message as it was and its thread's root as it is now
+    (None outside a thread)."""
+    message = existing(conn, message_id)
+    conn.execute(delete(message_versions).where(message_versions.c.message_id == message_id))
+    conn.execute(delete(message_reactions).where(message_reactions.c.message_id == message_id))
+    conn.execute(
+        update(messages)
+        .where(messages.c.id == message_id)
+        .values(content="", metadata={}, reactions=None, edited_at=None, deleted_at=now)
+    )
+    root = None
+    if message.thread_id is not None:
+        root = resummarize_thread(conn, message.thread_id)
+    return message, root
+
+
+def resummarize_thread(conn: Connection, root_id: str) -> Message | None:
+    """Recompute a root's summary from its replies still there."""
+    rows = conn.execute(
+        select(messages.c.user_id, messages.c.agent_id, messages.c.created_at)
+        .where(messages.c.thread_id == root_id, messages.c.deleted_at.is_(None))
+        .order_by(messages.c.id)
+    ).all()
+    participants: list[str] = []
+    for row in rows:
+        who = row.user_id or row.agent_id
+        if who is not None and who not in participants:
+            participants.append(who)
+    conn.execute(
+        update(messages)
+        .where(messages.c.id == root_id)
+        .values(
+            reply_count=len(rows),
+            last_reply_at=rows[-1].created_at if rows else None,
+            participant_ids=participants or None,
+        )
+    )
+    return get(conn, root_id)
+
+
+def thread_root(conn: Connection, channel_id: str, thread_id: str) -> Message:
+    """The root a reply to `thread_id` attaches to (a reply to a reply goes to its root)."""
+    target = get(conn, thread_id)
+    if target is None or target.channel_id != channel_id:
+        raise Invalid("The threadId must be the id of a message in the same channel.")
+    if target.thread_id is not None:
+        root = get(conn, target.thread_id)
+        assert root is not None
+        target = root
+    if target.deleted and not target.reply_count:
+        raise Invalid("That message was deleted: a thread cannot start under it.")
+    return target
+
+
+def count_reply(conn: Connection, root: Message, reply: Message) -> Message:
+    """Add a new reply to its root's summary: one update, in the post's own unit; answers the
+    root as it now is."""
+    who = reply.user_id or reply.agent_id
+    participants = list(root.participant_ids)
+    if who is not None and who not in participants:
+        participants.append(who)
+    conn.execute(
+        update(messages)
+        .where(messages.c.id == root.id)
+        .values(
+            reply_count=messages.c.reply_count + 1,
+            last_reply_at=reply.created_at,
+            participant_ids=participants,
+        )
+    )
+    return replace(
+        root,
+        reply_count=root.reply_count + 1,
+        last_reply_at=reply.created_at,
+        participant_ids=tuple(participants),
+    )
+
+
+def react(
+    conn: Connection, message_id: str, user_id: str, emoji: str, now: datetime
+) -> Message | None:
+    """Add a reaction; answers the message with it, or None if it was there already."""
+    message = existing(conn, message_id)
+    if any(user_id in r.user_ids for r in message.reactions if r.emoji == emoji):
+        return None
+    known = {r.emoji for r in message.reactions}
+    if emoji not in known and len(known) >= MAX_DISTINCT_REACTIONS:
+        raise Invalid(
+            f"A message holds at most {MAX_DISTINCT_REACTIONS} different emoji.", field="emoji"
+        )
+    conn.execute(
+        insert(message_reactions).values(
+            message_id=message_id, user_id=user_id, emoji=emoji, created_at=now
+        )
+    )
+    return _resummarize_reactions(conn, message_id, message.reactions)
+
+
+def unreact(conn: Connection, message_id: str, user_id: str, emoji: str) -> Message | None:
+    """Remove a reaction; answers the message without it, or None if it was not there."""
+    message = existing(conn, message_id)
+    gone = conn.execute(
+        delete(message_reactions).where(
+            message_reactions.c.message_id == message_id,
+            message_reactions.c.user_id == user_id,
+            message_reactions.c.emoji == emoji,
+        )
+    )
+    if not gone.rowcount:
+        return None
+    return _resummarize_reactions(conn, message_id, message.reactions)
+
+
+def _resummarize_reactions(
+    conn: Connection, message_id: str, before: tuple[Reaction, ...]
+) -> Message:
+    rows = conn.execute(
+        select(message_reactions.c.emoji, message_reactions.c.user_id)
+        .where(message_reactions.c.message_id == message_id)
+        .order_by(message_reactions.c.created_at, message_reactions.c.user_id)
+    )
+    # An emoji keeps its place while anyone still reacts with it, so chips do not jump.
+    summary: dict[str, list[str]] = {r.emoji: [] for r in before}
+    for row in rows:
+        summary.setdefault(row.emoji, []).append(row.user_id)
+    conn.execute(
+        update(messages)
+        .where(messages.c.id == message_id)
+        .values(reactions=[{"emoji": e, "userIds": u} for e, u in summary.items() if u] or None)
+    )
+    message = get(conn, message_id)
+    assert message is not None
+    return message
