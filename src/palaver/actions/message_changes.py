@@ -13,10 +13,11 @@ import emoji as emoji_lib
 from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
-from palaver.actions.messages import changed, check_content, forget_everywhere
+from palaver.actions.messages import check_content
 from palaver.bus.base import channel_topic
 from palaver.domain import Channel, Message, User
 from palaver.errors import Forbidden, Invalid, NotFound
+from palaver.message_events import changed, forget_everywhere
 from palaver.services import Services
 from palaver.store import message_changes, messages
 from palaver.store.tables.base import utcnow

@@ -13,10 +13,11 @@ from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
 from palaver.auth.limiter import message_budget
-from palaver.bus.base import CONTROL, channel_topic
+from palaver.bus.base import channel_topic
 from palaver.domain import MESSAGE_TYPES, Channel, Message, User
 from palaver.errors import Invalid, NotFound, RateLimited
 from palaver.ids import new_id
+from palaver.message_events import changed
 from palaver.services import Services
 from palaver.store import message_changes, messages
 from palaver.store.db import commit_in_order
@@ -190,25 +191,3 @@ async def _hand_on(svc: Services, message: Message, channel: Channel) -> None:
             await handler(message, channel)
         except Exception:
             log.exception("a handler failed on message %s", message.id)
-
-
-async def changed(svc: Services, message: Message, deleted: bool = False) -> None:
-    """After the commit of a change to a stored message: every node forgets its JSON (this
-    one at once), then its channel hears `message_updated`, or `message_deleted`."""
-    await forget_everywhere(svc, message.id, deleted)
-    if deleted:
-        data = {"id": message.id, "channelId": message.channel_id, "threadId": message.thread_id}
-        event: dict[str, Any] = {"type": "message_deleted", "data": data}
-    else:
-        event = {"type": "message_updated", "data": message.as_json()}
-    await svc.bus.publish(channel_topic(message.channel_id), event)
-
-
-async def forget_everywhere(svc: Services, message_id: str, deleted: bool = False) -> None:
-    """Every node forgets the message's JSON (this one at once); with `deleted`, every node
-    also stops the replies being written to it."""
-    svc.caches.messages.forget(message_id)
-    control: dict[str, Any] = {"type": "message_changed", "messageIds": [message_id]}
-    if deleted:
-        control["deleted"] = True
-    await svc.bus.publish(CONTROL, control)

@@ -35,8 +35,10 @@ from palaver.llm.base import (
     Usage,
 )
 from palaver.llm.registry import ProviderRegistry
+from palaver.message_events import changed
 from palaver.services import Services
 from palaver.store import messages as messages_store
+from palaver.store.message_changes import count_reply
 from palaver.store.tables.base import utcnow
 from palaver.tools.base import ToolContext
 from palaver.tools.memory import privacy_scope
@@ -140,21 +142,28 @@ class ReplyRunner:
             type="text",
             metadata={"model": req.agent.model, **req.metadata},
             created_at=utcnow(),
+            thread_id=req.trigger.thread_id,
         )
         topic = channel_topic(req.channel.id)
+        in_thread = {"threadId": reply.thread_id} if reply.thread_id else {}
         active = _Active(asyncio.current_task(), trigger_id=req.trigger.id)
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:
                 await messages_store.create_draft(tx.conn, reply, utcnow(), self.svc.node_id)
-            start = {"messageId": reply.id, "channelId": req.channel.id, "agentId": req.agent.id}
+            start = {
+                "messageId": reply.id,
+                "channelId": req.channel.id,
+                "agentId": req.agent.id,
+                **in_thread,
+            }
             await self.svc.bus.publish(topic, {"type": "stream_start", "data": start})
             stream = ChunkStream(
                 send=lambda text, seq: self.svc.bus.publish(
                     topic,
                     {
                         "type": "stream_chunk",
-                        "data": {"messageId": reply.id, "content": text, "seq": seq},
+                        "data": {"messageId": reply.id, "content": text, "seq": seq, **in_thread},
                     },
                 ),
                 checkpoint=lambda text: self._checkpoint(reply, text),
@@ -359,6 +368,8 @@ class ReplyRunner:
         stored = replace(reply, content=text, metadata={**reply.metadata, "usage": usage, **ending})
         topic = channel_topic(req.channel.id)
         end: dict[str, Any] = {"messageId": reply.id}
+        if reply.thread_id:
+            end["threadId"] = reply.thread_id
         if "error" in ending:
             end["error"] = ending["error"]
         for flag in ("cancelled", "interrupted"):
@@ -369,6 +380,11 @@ class ReplyRunner:
                 tx.conn, reply.id
             ):
                 await messages_store.insert_message(tx.conn, stored)
+                if stored.thread_id is not None:
+                    root = await tx.conn.run_sync(messages_store.get, stored.thread_id)
+                    if root is not None:
+                        summary = await tx.conn.run_sync(count_reply, root, stored)
+                        tx.on_commit(lambda: changed(self.svc, summary))
             else:
                 # Judged dead while only slow: another node stored the reply as interrupted.
                 await messages_store.replace_message(tx.conn, stored)

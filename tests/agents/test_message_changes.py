@@ -1,0 +1,74 @@
+"""Agents and messages that change: an edit's new mention, a deleted trigger, threads."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.agents.conftest import Room
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import stall, text
+
+
+def test_an_edit_that_fixes_an_agents_name_gets_its_answer(
+    make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Helper"})
+    fake_openai.enqueue(text("Here to help."))
+    message_id = room.post("@Helpr are you there?")
+    room.ws.expect("message", id=message_id)
+    path = f"/api/messages/{message_id}"
+    room.api.ok("PATCH", path, json={"content": "@Helper are you there?"})
+    reply = room.reply()
+    assert reply["data"]["content"] == "Here to help."
+    asked = len(fake_openai.model_requests)
+    room.api.ok("PATCH", path, json={"content": "@Helper are you there now?"})
+    time.sleep(0.5)
+    assert len(fake_openai.model_requests) == asked, "a mention already there answers once"
+
+
+def test_deleting_a_message_stops_the_reply_being_written_to_it(
+    make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Talker"})
+    fake_openai.enqueue(stall(text("A", " long", " answer", " that never ends"), after=2))
+    message_id = room.post("@Talker go on")
+    start = room.ws.expect("stream_start")
+    room.ws.expect("stream_chunk")
+    room.api.ok("DELETE", f"/api/messages/{message_id}")
+    end = room.ws.expect("stream_end", timeout=10)
+    assert end["data"] == {"messageId": start["data"]["messageId"], "cancelled": True}
+
+
+def test_an_agent_mentioned_in_a_thread_answers_inside_it_with_the_thread_as_context(
+    make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Threader"})
+    room.post("a main-timeline message the thread must not see")
+    root = room.post("the thread's root")
+    room.post("another main-timeline message")
+    fake_openai.enqueue(text("In the thread."))
+    asked = room.post("@Threader what do you think?", threadId=root)
+    start = room.ws.expect("stream_start")
+    assert start["data"]["threadId"] == root
+    chunk = room.ws.expect("stream_chunk")
+    assert chunk["data"]["threadId"] == root
+    end = room.ws.expect("stream_end")
+    assert end["data"]["threadId"] == root
+    reply = room.ws.expect("message", id=end["data"]["messageId"])["data"]
+    assert reply["threadId"] == root and reply["content"] == "In the thread."
+
+    def root_updates() -> list[dict[str, Any]]:
+        seen = room.ws.seen
+        return [
+            e["data"] for e in seen if e["type"] == "message_updated" and e["data"]["id"] == root
+        ]
+
+    while not any(u["thread"]["replyCount"] == 2 for u in root_updates()):
+        room.ws.recv()
+    updated = {"data": root_updates()[-1]}
+    assert updated["data"]["thread"]["participantIds"][-1] == room.agents[0]["id"]
+    sent = [m["content"] for m in fake_openai.model_requests[-1].body["messages"][1:]]
+    assert sent == ["Owner: the thread's root", "Owner: @Threader what do you think?"]
+    main = [m["id"] for m in room.history()]
+    assert asked not in main and reply["id"] not in main and root in main
