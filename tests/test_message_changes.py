@@ -271,9 +271,11 @@ def test_a_thread_root_deleted_with_replies_stays_as_a_tombstone(owner: Api, cha
     assert tombstone["content"] == "" and tombstone["userId"] == _me(owner)
     assert tombstone["thread"]["replyCount"] == 1
     assert [m["id"] for m in history(owner, channel, threadId=root)] == [root, reply]
-    post(owner, channel, "a second reply", threadId=root)
+    second = post(owner, channel, "a second reply", threadId=root)
     owner.ok("DELETE", f"/api/messages/{reply}")
     assert history(owner, channel)[0]["thread"]["replyCount"] == 1
+    owner.ok("DELETE", f"/api/messages/{second}")
+    assert history(owner, channel) == [], "a head without replies goes too"
 
 
 def test_a_thread_cannot_hang_from_a_deleted_message_or_another_channel(
