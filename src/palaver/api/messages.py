@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Path, Query, Response
 from pydantic import Field
 
 from palaver.actions import message_changes, messages
@@ -23,6 +23,7 @@ MAX_CONTENT = Limits().maxMessageChars
 """What the schema states: the default of `limits.maxMessageChars`. The setting in force
 governs, checked by the action, so a model-level cap must not stand in for it."""
 CONTENT_SCHEMA = {**NOT_BLANK, "maxLength": MAX_CONTENT}
+EMOJI: dict[str, Any] = {"format": "emoji"}
 
 
 class PostMessage(Body):
@@ -53,7 +54,9 @@ class EditMessage(Body):
 
 
 class AddReaction(Body):
-    emoji: str = Field(min_length=1, max_length=32, description="One emoji.")
+    emoji: str = Field(
+        min_length=1, max_length=32, json_schema_extra=EMOJI, description="One emoji."
+    )
 
 
 @router.get("", responses={**errors(404), **ok(schemas.MessageList, "The channel's messages")})
@@ -143,6 +146,11 @@ async def add_reaction(
     "/{message_id}/reactions/{emoji}",
     responses={**errors(404), **ok(schemas.Ok, "The caller's reaction is gone")},
 )
-async def remove_reaction(message_id: str, emoji: str, caller: Caller, svc: Svc) -> dict[str, bool]:
+async def remove_reaction(
+    message_id: str,
+    emoji: Annotated[str, Path(json_schema_extra=EMOJI, description="One emoji.")],
+    caller: Caller,
+    svc: Svc,
+) -> dict[str, bool]:
     await message_changes.react(svc, caller.user, message_id, emoji, add=False)
     return {"ok": True}
