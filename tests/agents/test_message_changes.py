@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.agents.conftest import Room
+from tests.agents.conftest import Room, provider_settings
+from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import stall, text
+from tests.support import Server, Ws, history, new_channel, post
 
 
 def test_an_edit_that_fixes_an_agents_name_gets_its_answer(
@@ -72,3 +74,33 @@ def test_an_agent_mentioned_in_a_thread_answers_inside_it_with_the_thread_as_con
     assert sent == ["Owner: the thread's root", "Owner: @Threader what do you think?"]
     main = [m["id"] for m in room.history()]
     assert asked not in main and reply["id"] not in main and root in main
+
+
+def test_a_reply_in_a_thread_stored_as_interrupted_stays_in_its_thread(
+    fresh_server: Server, fake_openai: FakeOpenAI, fake_anthropic: FakeAnthropic
+) -> None:
+    fresh_server.start()
+    api = fresh_server.login()
+    api.ok("PUT", "/api/settings", json=provider_settings(fake_openai, fake_anthropic))
+    agent = api.ok("POST", "/api/agents", json={"name": "Stopped", "model": "oai/m"})["agent"]
+    channel = new_channel(api, [agent["id"]])["id"]
+    root = post(api, channel, "a root")
+    fake_openai.enqueue(stall(text("Half", " an", " answer"), after=2))
+    with Ws(fresh_server, api.token) as ws:
+        ws.subscribe(channel)
+        post(api, channel, "@Stopped go", threadId=root)
+        start = ws.expect("stream_start")["data"]
+        assert start["threadId"] == root
+        seen = ""
+        while seen != "Half an":
+            seen += ws.expect("stream_chunk")["data"]["content"]
+    api.close()
+    fresh_server.stop()
+    fake_openai.release()
+    fresh_server.start()
+    with fresh_server.login() as api:
+        thread = history(api, channel, threadId=root)
+        assert [m["id"] for m in thread][-1] == start["messageId"]
+        assert thread[-1]["threadId"] == root and thread[-1]["metadata"]["interrupted"] is True
+        [head] = history(api, channel)
+        assert head["thread"]["replyCount"] == 2

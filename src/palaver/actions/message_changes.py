@@ -68,7 +68,8 @@ async def versions(svc: Services, user: User, message_id: str) -> list[dict[str,
 
 async def delete(svc: Services, user: User, message_id: str) -> None:
     """The author deletes their own message, the owner any; the text is erased (see
-    `Database.erase_freed`), and a reply being written to it is stopped."""
+    `Database.erase_freed`), and every node stops the replies being written to it (on the
+    control event, which this node hears too)."""
     message, _ = await _readable(svc, user, message_id)
     if not (user.is_owner or _is_authors(user, message)):
         raise Forbidden("Only the author of a message, or the owner, may delete it.")
@@ -79,7 +80,6 @@ async def delete(svc: Services, user: User, message_id: str) -> None:
     await changed(svc, erased, deleted=True)
     if root is not None:
         await changed(svc, root)
-    svc.dispatcher.runner.cancel_answers_to(message_id)
     _erase_soon(svc)
 
 

@@ -111,7 +111,7 @@ class ReplyRunner:
 
     def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
         active = self._active.get(message_id)
-        if active is None or active.task is None or active.finishing:
+        if active is None or active.task is None or active.finishing or active.reason:
             return False
         active.reason = reason
         active.task.cancel()

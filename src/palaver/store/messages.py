@@ -173,6 +173,7 @@ async def create_draft(
             started_at=message.created_at or now,
             updated_at=now,
             node_id=node_id,
+            thread_id=message.thread_id,
         )
     )
 
@@ -217,6 +218,7 @@ async def take_drafts(
             type="text",
             metadata=dict(r.metadata or {}),
             created_at=r.started_at,
+            thread_id=r.thread_id,
         )
         for r in rows
     ]

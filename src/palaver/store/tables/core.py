@@ -172,6 +172,7 @@ reply_drafts = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # The node running the reply (its lease); null in drafts an older version wrote.
     Column("node_id", String(40), nullable=True),
+    Column("thread_id", String(40), nullable=True),
 )
 
 nodes = Table(

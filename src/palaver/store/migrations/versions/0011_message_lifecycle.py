@@ -2,7 +2,8 @@
 as a tombstone), `thread_id` with the root's summary (`reply_count`, `last_reply_at`,
 `participant_ids`) and the reactions' summary on the message itself, so that a history page
 stays one read; `message_versions` (earlier contents) and `message_reactions` (one row per
-message, actor and emoji: the truth the summary is recomputed from).
+message, actor and emoji: the truth the summary is recomputed from); `reply_drafts.thread_id`,
+so that a reply in a thread stored as interrupted stays in it.
 
 Revision ID: 0011_message_lifecycle
 Revises: 0010_node_leases
@@ -32,6 +33,8 @@ def upgrade() -> None:
         batch.add_column(sa.Column("reactions", JsonValue, nullable=True))
         batch.create_index("ix_messages_channel_id_thread_id_id", ["channel_id", "thread_id", "id"])
         batch.create_index("ix_messages_thread_id_id", ["thread_id", "id"])
+    with op.batch_alter_table("reply_drafts") as batch:
+        batch.add_column(sa.Column("thread_id", sa.String(40), nullable=True))
     op.create_table(
         "message_versions",
         sa.Column(
@@ -71,6 +74,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("message_reactions")
     op.drop_table("message_versions")
+    with op.batch_alter_table("reply_drafts") as batch:
+        batch.drop_column("thread_id")
     with op.batch_alter_table("messages") as batch:
         batch.drop_index("ix_messages_thread_id_id")
         batch.drop_index("ix_messages_channel_id_thread_id_id")
