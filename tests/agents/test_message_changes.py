@@ -8,8 +8,8 @@ from typing import Any
 from tests.agents.conftest import Room, provider_settings
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.script import stall, text
-from tests.support import Server, Ws, history, new_channel, post
+from tests.fakes.script import stall, text, tool_call, tool_calls
+from tests.support import Server, Ws, history, new_channel, post, wait_until
 
 
 def test_an_edit_that_fixes_an_agents_name_gets_its_answer(
@@ -104,3 +104,30 @@ def test_a_reply_in_a_thread_stored_as_interrupted_stays_in_its_thread(
         assert thread[-1]["threadId"] == root and thread[-1]["metadata"]["interrupted"] is True
         [head] = history(api, channel)
         assert head["thread"]["replyCount"] == 2
+
+
+def test_a_call_between_agents_from_a_thread_stays_in_the_thread(
+    make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Wonderer", "tools": ["call_agent"]}, {"name": "Sage"})
+    root = room.post("a question for the thread")
+    fake_openai.enqueue(
+        tool_calls(tool_call("call_agent", {"agent": "sage", "message": "what is 6x7?"})),
+        text("42, says the expert."),
+        text("The expert says: 42."),
+    )
+    room.post("@Wonderer ask the sage", threadId=root)
+    final = room.ws.expect("message", 20, content="The expert says: 42.")
+    assert final["data"]["threadId"] == root
+    thread = room.api.ok("GET", "/api/messages", params={"channelId": room.id, "threadId": root})[
+        "messages"
+    ]
+    assert {m["threadId"] for m in thread[1:]} == {root}
+    kinds = [(m["type"], m["content"]) for m in thread]
+    assert ("text", "@Sage what is 6x7?") in kinds
+    assert ("text", "42, says the expert.") in kinds
+    assert [m["id"] for m in room.history()] == [root]
+    replies = [m for m in thread[1:] if m["type"] not in ("tool_call", "tool_result")]
+    wait_until(
+        lambda: room.history()[0]["thread"]["replyCount"] == len(replies), what="the summary"
+    )

@@ -15,14 +15,13 @@ from sqlalchemy import ColumnElement
 
 from palaver.agents.mentions import mentioned
 from palaver.agents.runner import ReplyRequest, ReplyRunner
+from palaver.agents.threads import count_in_thread
 from palaver.bus.base import channel_topic
 from palaver.domain import Agent, Channel, Message
-from palaver.message_events import changed
 from palaver.services import Services
 from palaver.store import agents as agents_store
 from palaver.store import messages as messages_store
 from palaver.store.db import Tx
-from palaver.store.message_changes import count_reply
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +143,7 @@ async def store_interrupted(svc: Services, tx: Tx, which: ColumnElement[bool] | 
     for draft in drafts:
         draft.metadata["interrupted"] = True
         await messages_store.insert_message(tx.conn, draft)
-        if draft.thread_id is not None:
-            root = await tx.conn.run_sync(messages_store.get, draft.thread_id)
-            if root is not None:
-                summary = await tx.conn.run_sync(count_reply, root, draft)
-                tx.on_commit(lambda s=summary: changed(svc, s))  # type: ignore[misc]
+        await count_in_thread(svc, tx, draft)
         tx.on_commit(
             lambda d=draft: svc.bus.publish(  # type: ignore[misc]
                 channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from palaver import strict_json
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
+from palaver.agents.threads import count_in_thread
 from palaver.bus.base import CONTROL, channel_topic
 from palaver.domain import Agent, Channel, Message
 from palaver.ids import new_id
@@ -35,10 +36,8 @@ from palaver.llm.base import (
     Usage,
 )
 from palaver.llm.registry import ProviderRegistry
-from palaver.message_events import changed
 from palaver.services import Services
 from palaver.store import messages as messages_store
-from palaver.store.message_changes import count_reply
 from palaver.store.tables.base import utcnow
 from palaver.tools.base import ToolContext
 from palaver.tools.memory import privacy_scope
@@ -325,6 +324,7 @@ class ReplyRunner:
             message_id=reply.id,
             call_path=(*req.call_path, req.agent.id),
             trigger_id=req.trigger.id,
+            thread_id=reply.thread_id,
         )
         timeout = self.svc.settings.current.agents.toolTimeoutSeconds
         outcomes = await asyncio.gather(
@@ -380,11 +380,7 @@ class ReplyRunner:
                 tx.conn, reply.id
             ):
                 await messages_store.insert_message(tx.conn, stored)
-                if stored.thread_id is not None:
-                    root = await tx.conn.run_sync(messages_store.get, stored.thread_id)
-                    if root is not None:
-                        summary = await tx.conn.run_sync(count_reply, root, stored)
-                        tx.on_commit(lambda: changed(self.svc, summary))
+                await count_in_thread(self.svc, tx, stored)
             else:
                 # Judged dead while only slow: another node stored the reply as interrupted.
                 await messages_store.replace_message(tx.conn, stored)
@@ -456,6 +452,7 @@ def _tool_records(
             type="tool_call",
             metadata={**common, "arguments": args},
             created_at=now,
+            thread_id=req.trigger.thread_id,
         ),
         Message(
             id=new_id("msg"),
@@ -466,5 +463,6 @@ def _tool_records(
             type="tool_result",
             metadata=common,
             created_at=now,
+            thread_id=req.trigger.thread_id,
         ),
     ]

@@ -20,6 +20,8 @@ from palaver.store.messages import get
 from palaver.store.tables.core import message_reactions, message_versions, messages
 
 MAX_DISTINCT_REACTIONS = 50
+TOOL_RECORDS = ("tool_call", "tool_result")
+"""Records of an agent's tool use, stored beside its reply: part of it, not replies."""
 
 
 def existing(conn: Connection, message_id: str) -> Message:
@@ -91,7 +93,11 @@ def resummarize_thread(conn: Connection, root_id: str) -> Message | None:
     """Recompute a root's summary from its replies still there."""
     rows = conn.execute(
         select(messages.c.user_id, messages.c.agent_id, messages.c.created_at)
-        .where(messages.c.thread_id == root_id, messages.c.deleted_at.is_(None))
+        .where(
+            messages.c.thread_id == root_id,
+            messages.c.deleted_at.is_(None),
+            messages.c.type.not_in(TOOL_RECORDS),
+        )
         .order_by(messages.c.id)
     ).all()
     participants: list[str] = []
