@@ -313,3 +313,23 @@ def test_a_hidden_message_is_404_whatever_the_verb(server: Server, owner: Api) -
         _error(api.get("/api/messages", params=params), 404)
         [message] = history(owner, hidden_channel)
         assert message["content"] == "not for guests" and message["reactions"] == []
+
+
+def test_an_upload_only_the_deleted_message_named_is_removed_from_disk(
+    server: Server, owner: Api, channel: str
+) -> None:
+    def upload(name: str) -> str:
+        files = {"file": (name, f"{unique()} secret".encode(), "text/plain")}
+        return str(owner.ok("POST", "/api/upload", files=files)["url"])
+
+    alone, shared = upload("only here.txt"), upload("shared.txt")
+    gone = post(owner, channel, f"see {alone} and {shared}")
+    post(owner, channel, f"also {shared}")
+    on_disk = {
+        url: server.data_dir / "uploads" / url.removeprefix("/uploads/") for url in (alone, shared)
+    }
+    assert all(path.exists() for path in on_disk.values()), on_disk
+    owner.ok("DELETE", f"/api/messages/{gone}")
+    assert not on_disk[alone].exists()
+    assert owner.get(alone).status_code == 404
+    assert on_disk[shared].exists() and owner.get(shared).status_code == 200

@@ -9,11 +9,13 @@ import asyncio
 import logging
 from typing import Any
 
+import anyio
 import emoji as emoji_lib
 from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
 from palaver.actions.messages import check_content
+from palaver.actions.uploads import safe_name_shape
 from palaver.bus.base import channel_topic
 from palaver.domain import Channel, Message, User
 from palaver.errors import Forbidden, Invalid, NotFound
@@ -68,18 +70,22 @@ async def versions(svc: Services, user: User, message_id: str) -> list[dict[str,
 
 async def delete(svc: Services, user: User, message_id: str) -> None:
     """The author deletes their own message, the owner any; the text is erased (see
-    `Database.erase_freed`), and every node stops the replies being written to it (on the
-    control event, which this node hears too)."""
+    `Database.erase_freed`), an upload only it named is removed from disk, and every node
+    stops the replies being written to it (on the control event, which this node hears too)."""
     message, _ = await _readable(svc, user, message_id)
     if not (user.is_owner or _is_authors(user, message)):
         raise Forbidden("Only the author of a message, or the owner, may delete it.")
     now = utcnow()
-    erased, root = await svc.db.write_unit(
+    erased, root, orphans = await svc.db.write_unit(
         lambda conn: message_changes.erase(conn, message_id, now)
     )
     await changed(svc, erased, deleted=True)
     if root is not None:
         await changed(svc, root)
+    for path in orphans:
+        month, _, name = path.partition("/")
+        if safe_name_shape(name) == name:
+            await anyio.Path(svc.config.uploads_dir / month / name).unlink(missing_ok=True)
     _erase_soon(svc)
 
 

@@ -8,16 +8,19 @@ they summarize; a history page then reads them with the message itself.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, Text, cast, delete, func, insert, or_, select, update
 
 from palaver.domain import Message, Reaction
 from palaver.errors import Invalid, NotFound
 from palaver.store.messages import get
-from palaver.store.tables.core import message_reactions, message_versions, messages
+from palaver.store.tables.core import message_reactions, message_versions, messages, reply_drafts
+from palaver.store.tables.uploads import upload_references, uploads
+from palaver.store.uploads import referring_text, upload_paths
 
 MAX_DISTINCT_REACTIONS = 50
 TOOL_RECORDS = ("tool_call", "tool_result")
@@ -70,12 +73,27 @@ def versions(conn: Connection, message_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def erase(conn: Connection, message_id: str, now: datetime) -> tuple[Message, Message | None]:
+def erase(
+    conn: Connection, message_id: str, now: datetime
+) -> tuple[Message, Message | None, list[str]]:
     """Empty the message and drop its versions and reactions. Its row stays, without its text,
     so that paging `before` it still works and a thread keeps its head; history shows it only
-    while it heads replies. Answers the message as it was and its thread's root as it is now
-    (None outside a thread)."""
+    while it heads replies. Answers the message as it was, its thread's root as it is now (None
+    outside a thread), and the uploads it alone named, whose records are gone (their files are
+    the caller's to remove after the commit)."""
     message = existing(conn, message_id)
+    texts = [referring_text(message)]
+    texts += conn.execute(
+        select(message_versions.c.content).where(message_versions.c.message_id == message_id)
+    ).scalars()
+    orphans = sorted(
+        path
+        for path in set().union(*(upload_paths(t) for t in texts if "/uploads/" in t))
+        if not _named_elsewhere(conn, path, message_id)
+    )
+    if orphans:
+        conn.execute(delete(upload_references).where(upload_references.c.path.in_(orphans)))
+        conn.execute(delete(uploads).where(uploads.c.path.in_(orphans)))
     conn.execute(delete(message_versions).where(message_versions.c.message_id == message_id))
     conn.execute(delete(message_reactions).where(message_reactions.c.message_id == message_id))
     conn.execute(
@@ -86,7 +104,47 @@ def erase(conn: Connection, message_id: str, now: datetime) -> tuple[Message, Me
     root = None
     if message.thread_id is not None:
         root = resummarize_thread(conn, message.thread_id)
-    return message, root
+    return message, root, orphans
+
+
+def _named_elsewhere(conn: Connection, path: str, message_id: str) -> bool:
+    """Whether another message (or an earlier version of one, or a reply being written) may
+    name the upload. Its URL is matched by the longest run of characters a URL never encodes,
+    so a doubt keeps the file."""
+    month, _, name = path.partition("/")
+    fragment = max(re.findall(r"[A-Za-z0-9._~-]+", name) or [""], key=len)
+    if not fragment:
+        return True
+    pattern = f"%/uploads/{month}/%{fragment}%"
+    other = conn.execute(
+        select(upload_references.c.path)
+        .where(upload_references.c.path == path, upload_references.c.message_id != message_id)
+        .limit(1)
+    ).first()
+    if other is not None:
+        return True
+    for table in (messages, reply_drafts):
+        found = conn.execute(
+            select(table.c.content)
+            .where(
+                or_(table.c.content.like(pattern), cast(table.c.metadata, Text).like(pattern)),
+                *([messages.c.id != message_id] if table is messages else []),
+            )
+            .limit(1)
+        ).first()
+        if found is not None:
+            return True
+    return (
+        conn.execute(
+            select(message_versions.c.message_id)
+            .where(
+                message_versions.c.content.like(pattern),
+                message_versions.c.message_id != message_id,
+            )
+            .limit(1)
+        ).first()
+        is not None
+    )
 
 
 def resummarize_thread(conn: Connection, root_id: str) -> Message | None:
