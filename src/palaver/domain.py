@@ -17,6 +17,7 @@ BUILTIN_TOOLS: tuple[str, ...] = (
     "rag_query",
     "call_agent",
     "manage_schedule",
+    "react",
 )
 
 

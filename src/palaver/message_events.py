@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from palaver.bus.base import CONTROL, channel_topic
 from palaver.domain import Message
 from palaver.services import Services
+from palaver.store import message_changes
+from palaver.store.tables.base import utcnow
 
 
 async def changed(svc: Services, message: Message, deleted: bool = False) -> None:
@@ -31,3 +35,23 @@ async def forget_everywhere(svc: Services, message_id: str, deleted: bool = Fals
     if deleted:
         control["deleted"] = True
     await svc.bus.publish(CONTROL, control)
+
+
+async def react_as(svc: Services, message: Message, who: str, emoji: str, add: bool) -> None:
+    """The reaction of `who` (a person or an agent) on a message known to be visible to them:
+    one write unit, then every node forgets the message's JSON and its channel hears
+    `reaction_added` or `reaction_removed`; nothing when nothing changed."""
+    now = utcnow()
+
+    def write(conn: Connection) -> Message | None:
+        if add:
+            return message_changes.react(conn, message.id, who, emoji, now)
+        return message_changes.unreact(conn, message.id, who, emoji)
+
+    after = await svc.db.write_unit(write)
+    if after is None:
+        return
+    await forget_everywhere(svc, message.id)
+    data = {"messageId": message.id, "channelId": message.channel_id, "emoji": emoji, "userId": who}
+    kind = "reaction_added" if add else "reaction_removed"
+    await svc.bus.publish(channel_topic(message.channel_id), {"type": kind, "data": data})

@@ -131,3 +131,27 @@ def test_a_call_between_agents_from_a_thread_stays_in_the_thread(
     wait_until(
         lambda: room.history()[0]["thread"]["replyCount"] == len(replies), what="the summary"
     )
+
+
+def test_an_agent_reacts_through_its_react_tool(make_room: Any, fake_openai: FakeOpenAI) -> None:
+    room: Room = make_room({"name": "Reactor", "tools": ["react"]})
+    other_channel = new_channel(room.api)["id"]
+    elsewhere = post(room.api, other_channel, "another channel's message")
+    fake_openai.enqueue(
+        tool_calls(tool_call("react", {"emoji": "👍"})),
+        tool_calls(tool_call("react", {"emoji": "👍", "messageId": elsewhere})),
+        tool_calls(tool_call("react", {"emoji": "nope"})),
+        text("Done."),
+    )
+    asked = room.post("@Reactor please acknowledge")
+    added = room.ws.expect("reaction_added", messageId=asked)
+    assert added["data"]["userId"] == room.agents[0]["id"] and added["data"]["emoji"] == "👍"
+    room.reply()
+    results = [e["data"]["result"] for e in room.ws.seen if e["type"] == "tool_result"]
+    assert results[0].startswith("Reaction 👍 added")
+    assert "No message of this channel" in results[1]
+    assert "exactly one emoji" in results[2]
+    message = next(m for m in room.history() if m["id"] == asked)
+    assert message["reactions"] == [{"emoji": "👍", "count": 1, "userIds": [room.agents[0]["id"]]}]
+    [other] = history(room.api, other_channel)
+    assert other["reactions"] == []

@@ -10,16 +10,14 @@ import logging
 from typing import Any
 
 import anyio
-import emoji as emoji_lib
-from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
 from palaver.actions.messages import check_content
 from palaver.actions.uploads import safe_name_shape
-from palaver.bus.base import channel_topic
 from palaver.domain import Channel, Message, User
+from palaver.emoji_rule import one_emoji
 from palaver.errors import Forbidden, Invalid, NotFound
-from palaver.message_events import changed, forget_everywhere
+from palaver.message_events import changed, react_as
 from palaver.services import Services
 from palaver.store import message_changes, messages
 from palaver.store.tables.base import utcnow
@@ -100,33 +98,9 @@ def _erase_soon(svc: Services) -> None:
     task.add_done_callback(_erasing.discard)
 
 
-def check_emoji(value: str) -> str:
-    """One emoji, as an agent's avatar must be."""
-    if not emoji_lib.purely_emoji(value) or len(emoji_lib.emoji_list(value)) != 1:
-        raise Invalid("The emoji must be a single emoji.", field="emoji")
-    return value
-
-
 async def react(svc: Services, user: User, message_id: str, emoji: str, add: bool) -> None:
     """Add (or with `add` False remove) the caller's reaction; doing it twice changes nothing."""
-    check_emoji(emoji)
+    if not one_emoji(emoji):
+        raise Invalid("The emoji must be a single emoji.", field="emoji")
     message, _ = await _readable(svc, user, message_id)
     await react_as(svc, message, user.id, emoji, add)
-
-
-async def react_as(svc: Services, message: Message, who: str, emoji: str, add: bool) -> None:
-    """The reaction of `who` (a person or an agent) on a message already known visible."""
-    now = utcnow()
-
-    def write(conn: Connection) -> Message | None:
-        if add:
-            return message_changes.react(conn, message.id, who, emoji, now)
-        return message_changes.unreact(conn, message.id, who, emoji)
-
-    after = await svc.db.write_unit(write)
-    if after is None:
-        return
-    await forget_everywhere(svc, message.id)
-    data = {"messageId": message.id, "channelId": message.channel_id, "emoji": emoji, "userId": who}
-    kind = "reaction_added" if add else "reaction_removed"
-    await svc.bus.publish(channel_topic(message.channel_id), {"type": kind, "data": data})
