@@ -155,3 +155,31 @@ def test_an_agent_reacts_through_its_react_tool(make_room: Any, fake_openai: Fak
     assert message["reactions"] == [{"emoji": "👍", "count": 1, "userIds": [room.agents[0]["id"]]}]
     [other] = history(room.api, other_channel)
     assert other["reactions"] == []
+
+
+def test_a_chain_started_in_a_thread_runs_in_it(make_room: Any, fake_openai: FakeOpenAI) -> None:
+    room: Room = make_room({"name": "Dora"}, {"name": "Eli"})
+    root = room.post("plan it in a thread")
+    fake_openai.enqueue(text("Dora's draft."), text("Eli's review."))
+    room.post("@Dora @Eli plan a trip", threadId=root)
+    room.ws.expect("collab_status", 20, status="completed")
+    thread = room.api.ok("GET", "/api/messages", params={"channelId": room.id, "threadId": root})[
+        "messages"
+    ]
+    answers = [(m["content"], m["threadId"]) for m in thread if m["agentId"]]
+    assert answers == [("Dora's draft.", root), ("Eli's review.", root)]
+    assert [m["id"] for m in room.history()] == [root]
+
+
+def test_a_dms_automatic_answer_to_a_thread_reply_stays_in_the_thread(
+    make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    room: Room = make_room({"name": "Pal"}, kind="dm")
+    fake_openai.enqueue(text("On the main timeline."), text("In the thread."))
+    root = room.post("hello")
+    assert room.reply()["data"]["threadId"] is None
+    room.post("more on this", threadId=root)
+    reply = room.reply()["data"]
+    assert reply["threadId"] == root and reply["content"] == "In the thread."
+    sent = [m["content"] for m in fake_openai.model_requests[-1].body["messages"][1:]]
+    assert sent == ["Owner: hello", "Owner: more on this"]
