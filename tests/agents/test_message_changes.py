@@ -127,6 +127,8 @@ def test_a_call_between_agents_from_a_thread_stays_in_the_thread(
     assert ("text", "@Sage what is 6x7?") in kinds
     assert ("text", "42, says the expert.") in kinds
     assert [m["id"] for m in room.history()] == [root]
+    tool_events = [e for e in room.ws.seen if e["type"] in ("tool_call", "tool_result")]
+    assert tool_events and all(e["data"]["threadId"] == root for e in tool_events)
     replies = [m for m in thread[1:] if m["type"] not in ("tool_call", "tool_result")]
     wait_until(
         lambda: room.history()[0]["thread"]["replyCount"] == len(replies), what="the summary"

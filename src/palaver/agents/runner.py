@@ -313,9 +313,7 @@ class ReplyRunner:
         topic = channel_topic(req.channel.id)
         parsed = [_arguments(c.arguments) for c in calls]
         for call, args in zip(calls, parsed, strict=True):
-            await self.svc.bus.publish(
-                topic, _tool_call_event(reply.id, call.name, args, "calling")
-            )
+            await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, "calling"))
         ctx = ToolContext(
             agent_id=req.agent.id,
             agent_name=req.agent.name,
@@ -333,8 +331,10 @@ class ReplyRunner:
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
             status = "completed" if outcome.ok else "error"
-            await self.svc.bus.publish(topic, _tool_call_event(reply.id, call.name, args, status))
+            await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, status))
             result = {"messageId": reply.id, "toolName": call.name, "result": outcome.result}
+            if reply.thread_id:
+                result["threadId"] = reply.thread_id
             await self.svc.bus.publish(topic, {"type": "tool_result", "data": result})
             records.extend(_tool_records(req, reply.id, call, args, outcome))
         await self._store_tool_records(topic, records)
@@ -431,8 +431,12 @@ def _arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw": raw}
 
 
-def _tool_call_event(reply_id: str, name: str, args: dict[str, Any], status: str) -> dict[str, Any]:
-    data = {"messageId": reply_id, "toolName": name, "arguments": args, "status": status}
+def _tool_call_event(
+    reply: Message, name: str, args: dict[str, Any], status: str
+) -> dict[str, Any]:
+    data = {"messageId": reply.id, "toolName": name, "arguments": args, "status": status}
+    if reply.thread_id:
+        data["threadId"] = reply.thread_id
     return {"type": "tool_call", "data": data}
 
 
