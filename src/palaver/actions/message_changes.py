@@ -1,7 +1,7 @@
 """Changing a stored message: editing it, deleting it, reacting to it.
 
 Each change is one write unit, then (after the commit) an event on its channel and a control
-event that makes every node forget the message's JSON (`actions.messages.changed`)."""
+event that makes every node forget the message's JSON (`message_events.changed`)."""
 
 from __future__ import annotations
 
