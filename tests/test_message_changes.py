@@ -333,3 +333,22 @@ def test_an_upload_only_the_deleted_message_named_is_removed_from_disk(
     assert not on_disk[alone].exists()
     assert owner.get(alone).status_code == 404
     assert on_disk[shared].exists() and owner.get(shared).status_code == 200
+
+
+def test_a_guests_socket_hears_the_changes_of_its_channels_only(server: Server, owner: Api) -> None:
+    with Guest(server, owner) as guest:
+        shared = str(new_channel(owner, member_ids=[guest.id])["id"])
+        hidden = str(new_channel(owner)["id"])
+        secret = post(owner, hidden, "hidden")
+        open_one = post(owner, shared, "shared")
+        with Ws(server, guest.api.token) as ws:
+            ws.subscribe(shared)
+            ws.send({"type": "subscribe", "channelId": hidden})
+            owner.ok("PATCH", f"/api/messages/{secret}", json={"content": "hidden, edited"})
+            owner.ok("POST", f"/api/messages/{secret}/reactions", json={"emoji": "👀"})
+            owner.ok("DELETE", f"/api/messages/{secret}")
+            owner.ok("PATCH", f"/api/messages/{open_one}", json={"content": "shared, edited"})
+            assert ws.expect("message_updated")["data"]["id"] == open_one
+        assert all((e.get("data") or {}).get("channelId") in (None, shared) for e in ws.seen), (
+            ws.seen
+        )
