@@ -490,3 +490,37 @@ def test_an_edit_racing_a_delete_leaves_the_message_deleted(pair: Pair, wide_lim
         assert message_id not in [m["id"] for m in _history(pair.owner_a, channel)]
         assert message_id not in [m["id"] for m in _history(pair.owner_b, channel)]
         assert pair.owner_a.get(f"{path}/versions").status_code == 404
+
+
+def test_the_same_change_at_once_through_both_nodes_is_applied_once_or_in_turn(
+    pair: Pair, wide_limits: None
+) -> None:
+    """A double click landing on two nodes: the same reaction counts once; two edits both
+    succeed, one after the other, each keeping the version before it."""
+    channel = new_channel(pair.owner_a)["id"]
+    owners = [pair.owner_a, pair.owner_b]
+    for n in range(3):
+        message_id = post(pair.owner_a, channel, f"edit me {n}")
+        path = f"/api/messages/{message_id}"
+        with ThreadPoolExecutor(2) as pool:
+            reacted = list(
+                pool.map(
+                    lambda api, path=path: api.post(f"{path}/reactions", json={"emoji": "👍"}),
+                    owners,
+                )
+            )
+            edited = list(
+                pool.map(
+                    lambda pair_, path=path: pair_[0].patch(path, json={"content": pair_[1]}),
+                    [(pair.owner_a, "from A"), (pair.owner_b, "from B")],
+                )
+            )
+        assert [r.status_code for r in reacted + edited] == [200] * 4, [
+            r.text for r in reacted + edited
+        ]
+        [message] = [m for m in _history(pair.owner_b, channel) if m["id"] == message_id]
+        assert message["reactions"][0]["count"] == 1
+        versions = pair.owner_a.ok("GET", f"{path}/versions")["versions"]
+        assert versions[0]["content"] == f"edit me {n}"
+        assert sorted(v["content"] for v in versions[1:]) == ["from A", "from B"]
+        assert message["content"] == versions[-1]["content"]

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Text, cast, delete, func, insert, or_, select
 
 from palaver.domain import Message, Reaction
 from palaver.errors import Invalid, NotFound
-from palaver.store.messages import get
+from palaver.store.messages import from_row, get
 from palaver.store.tables.core import message_reactions, message_versions, messages, reply_drafts
 from palaver.store.tables.uploads import upload_references, uploads
 from palaver.store.uploads import referring_text, upload_paths
@@ -35,10 +35,23 @@ def existing(conn: Connection, message_id: str) -> Message:
     return message
 
 
+def _locked(conn: Connection, message_id: str) -> Message:
+    """`existing`, its row locked first on PostgreSQL: of two changes to one message at once
+    on two nodes, the second waits, then loses its serializable race and runs again on the
+    first's result (rather than tripping on a key the first just inserted). SQLite's single
+    writer needs no lock."""
+    row = conn.execute(
+        select(messages).where(messages.c.id == message_id).with_for_update()
+    ).first()
+    if row is None or row.deleted_at is not None:
+        raise NotFound(f"No message has the id '{message_id}'.")
+    return from_row(row)
+
+
 def edit(conn: Connection, message_id: str, content: str, now: datetime) -> tuple[Message, str]:
     """Keep the current content as a version and put `content` in its place; answers the
     edited message and the content it had."""
-    before = existing(conn, message_id)
+    before = _locked(conn, message_id)
     count = conn.execute(
         select(func.count()).where(message_versions.c.message_id == message_id)
     ).scalar_one()
@@ -81,7 +94,7 @@ def erase(
     while it heads replies. Answers the message as it was, its thread's root as it is now (None
     outside a thread), and the uploads it alone named, whose records are gone (their files are
     the caller's to remove after the commit)."""
-    message = existing(conn, message_id)
+    message = _locked(conn, message_id)
     texts = [referring_text(message)]
     texts += conn.execute(
         select(message_versions.c.content).where(message_versions.c.message_id == message_id)
@@ -217,7 +230,7 @@ def react(
     conn: Connection, message_id: str, user_id: str, emoji: str, now: datetime
 ) -> Message | None:
     """Add a reaction; answers the message with it, or None if it was there already."""
-    message = existing(conn, message_id)
+    message = _locked(conn, message_id)
     if any(user_id in r.user_ids for r in message.reactions if r.emoji == emoji):
         return None
     known = {r.emoji for r in message.reactions}
@@ -235,7 +248,7 @@ def react(
 
 def unreact(conn: Connection, message_id: str, user_id: str, emoji: str) -> Message | None:
     """Remove a reaction; answers the message without it, or None if it was not there."""
-    message = existing(conn, message_id)
+    message = _locked(conn, message_id)
     gone = conn.execute(
         delete(message_reactions).where(
             message_reactions.c.message_id == message_id,

@@ -18,7 +18,7 @@ from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
 from palaver.store.uploads import record_references
 
 
-def _message(row: Any) -> Message:
+def from_row(row: Any) -> Message:
     return Message(
         id=row.id,
         channel_id=row.channel_id,
@@ -85,7 +85,7 @@ def insert_row(conn: Connection, message: Message) -> None:
 
 def get(conn: Connection, message_id: str) -> Message | None:
     row = conn.execute(select(messages).where(messages.c.id == message_id)).first()
-    return _message(row) if row else None
+    return from_row(row) if row else None
 
 
 def page(
@@ -100,7 +100,7 @@ def page(
     if before is not None:
         query = query.where(messages.c.id < before)
     rows = conn.execute(query.order_by(messages.c.id.desc()).limit(limit))
-    return [_message(r) for r in reversed(list(rows))]
+    return [from_row(r) for r in reversed(list(rows))]
 
 
 def page_ids(
@@ -120,7 +120,7 @@ def page_ids(
 
 def by_ids(conn: Connection, ids: list[str]) -> list[Message]:
     rows = conn.execute(select(messages).where(messages.c.id.in_(ids)))
-    return [_message(r) for r in rows]
+    return [from_row(r) for r in rows]
 
 
 def channel_of(conn: Connection, message_id: str) -> str | None:
@@ -249,4 +249,4 @@ async def get_many(conn: AsyncConnection, ids: list[str]) -> dict[str, Message]:
     if not ids:
         return {}
     rows = await conn.execute(select(messages).where(messages.c.id.in_(ids)))
-    return {r.id: _message(r) for r in rows}
+    return {r.id: from_row(r) for r in rows}
