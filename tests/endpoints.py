@@ -3,8 +3,8 @@
 A path names what it acts on in braces: {agent}, {channel}, {message}, {guest}, {upload},
 {chain}, {schedule}, {document} (one of the agent's documents), {memory} (one of the agent's
 memories). The channel (and the chain in it, the agent and the owner's upload) is one the
-matrix's guest is not a member of; the agent, guest, document and memory of a DELETE are made
-for that one request.
+matrix's guest is not a member of; the agent, guest, document, memory and message of a DELETE
+are made for that one request.
 """
 
 from __future__ import annotations
@@ -65,6 +65,31 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint(
         "POST", "/api/messages/{message}/cancel", scoped=True, owner_status=409, errors=_e(404, 409)
+    ),
+    Endpoint(
+        "PATCH",
+        "/api/messages/{message}",
+        json=lambda t: {"content": "edited"},
+        scoped=True,
+        errors=_e(403, 404),
+    ),
+    Endpoint(
+        "DELETE", "/api/messages/{message}", scoped=True, consumes="message", errors=_e(403, 404)
+    ),
+    Endpoint("GET", "/api/messages/{message}/versions", scoped=True, errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/messages/{message}/reactions",
+        json=lambda t: {"emoji": "👍"},
+        scoped=True,
+        errors=_e(404),
+    ),
+    Endpoint(
+        "DELETE",
+        "/api/messages/{message}/reactions/👍",
+        scoped=True,
+        errors=_e(404),
+        openapi_path="/api/messages/{message_id}/reactions/{emoji}",
     ),
     Endpoint("GET", "/api/models", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/agents"),

@@ -408,3 +408,119 @@ def test_a_call_agent_started_through_b_streams_both_replies_to_a_socket_on_a(
         ws.expect("message", 20, agentId=asker["id"], content="The expert says forty-two.")
     assert expert_reply["data"]["content"] == "Forty-two."
     assert any(e["type"] == "tool_result" for e in ws.seen)
+
+
+# Messages that change (issue 22).
+
+
+@pytest.fixture
+def wide_limits(pair: Pair) -> None:
+    limits = {"messagesPerMinute": 10_000, "messageBurst": 10_000}
+    pair.owner_a.ok("PUT", "/api/settings", json={"limits": limits})
+
+
+def _history(api: Api, channel_id: str, **params: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = api.ok(
+        "GET", "/api/messages", params={"channelId": channel_id, **params}
+    )["messages"]
+    return found
+
+
+def test_edits_deletes_and_reactions_reach_the_other_nodes_sockets_and_caches(
+    pair: Pair,
+    wide_limits: None,
+) -> None:
+    channel = new_channel(pair.owner_a)["id"]
+    root = post(pair.owner_a, channel, "first draft")
+    gone = post(pair.owner_a, channel, "a pasted secret")
+    assert [m["content"] for m in _history(pair.owner_b, channel)] == [
+        "first draft",
+        "a pasted secret",
+    ]  # B caches both messages' JSON now
+    with Ws(pair.b, pair.owner_b.token) as ws:
+        ws.subscribe(channel)
+        pair.owner_a.ok("PATCH", f"/api/messages/{root}", json={"content": "final"})
+        assert ws.expect("message_updated", id=root)["data"]["content"] == "final"
+        in_force(lambda: _history(pair.owner_b, channel)[0]["content"] == "final", "edit")
+        pair.owner_a.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "👍"})
+        ws.expect("reaction_added", messageId=root)
+        in_force(lambda: bool(_history(pair.owner_b, channel)[0]["reactions"]), "reaction")
+        pair.owner_a.ok("DELETE", f"/api/messages/{gone}")
+        ws.expect("message_deleted", id=gone)
+        in_force(lambda: len(_history(pair.owner_b, channel)) == 1, "delete")
+        post(pair.owner_a, channel, "a reply", threadId=root)
+        ws.expect("message_updated", id=root)
+        in_force(
+            lambda: (_history(pair.owner_b, channel)[0]["thread"] or {}).get("replyCount") == 1,
+            "thread summary",
+        )
+
+
+def test_the_same_reaction_at_once_through_both_nodes_counts_two(
+    pair: Pair, wide_limits: None
+) -> None:
+    with Guest(pair.a, pair.owner_a) as guest:
+        channel = new_channel(pair.owner_a, member_ids=[guest.id])["id"]
+        guest_b = pair.b.login(guest.key)
+        for _ in range(5):
+            message_id = post(pair.owner_a, channel, "react at once")
+            path = f"/api/messages/{message_id}/reactions"
+            with ThreadPoolExecutor(2) as pool:
+                list(
+                    pool.map(
+                        lambda api, path=path: api.ok("POST", path, json={"emoji": "🎉"}),
+                        [pair.owner_a, guest_b],
+                    )
+                )
+            [reaction] = _history(pair.owner_b, channel)[-1]["reactions"]
+            assert reaction["count"] == 2, reaction
+        guest_b.close()
+
+
+def test_an_edit_racing_a_delete_leaves_the_message_deleted(pair: Pair, wide_limits: None) -> None:
+    channel = new_channel(pair.owner_a)["id"]
+    for _ in range(5):
+        message_id = post(pair.owner_a, channel, "racing")
+        path = f"/api/messages/{message_id}"
+        with ThreadPoolExecutor(2) as pool:
+            edit = pool.submit(pair.owner_a.patch, path, json={"content": "edited"})
+            gone = pool.submit(pair.owner_b.delete, path)
+            assert gone.result().status_code == 200
+            assert edit.result().status_code in (200, 404)
+        assert message_id not in [m["id"] for m in _history(pair.owner_a, channel)]
+        assert message_id not in [m["id"] for m in _history(pair.owner_b, channel)]
+        assert pair.owner_a.get(f"{path}/versions").status_code == 404
+
+
+def test_the_same_change_at_once_through_both_nodes_is_applied_once_or_in_turn(
+    pair: Pair, wide_limits: None
+) -> None:
+    """A double click landing on two nodes: the same reaction counts once; two edits both
+    succeed, one after the other, each keeping the version before it."""
+    channel = new_channel(pair.owner_a)["id"]
+    owners = [pair.owner_a, pair.owner_b]
+    for n in range(3):
+        message_id = post(pair.owner_a, channel, f"edit me {n}")
+        path = f"/api/messages/{message_id}"
+        with ThreadPoolExecutor(2) as pool:
+            reacted = list(
+                pool.map(
+                    lambda api, path=path: api.post(f"{path}/reactions", json={"emoji": "👍"}),
+                    owners,
+                )
+            )
+            edited = list(
+                pool.map(
+                    lambda pair_, path=path: pair_[0].patch(path, json={"content": pair_[1]}),
+                    [(pair.owner_a, "from A"), (pair.owner_b, "from B")],
+                )
+            )
+        assert [r.status_code for r in reacted + edited] == [200] * 4, [
+            r.text for r in reacted + edited
+        ]
+        [message] = [m for m in _history(pair.owner_b, channel) if m["id"] == message_id]
+        assert message["reactions"][0]["count"] == 1
+        versions = pair.owner_a.ok("GET", f"{path}/versions")["versions"]
+        assert versions[0]["content"] == f"edit me {n}"
+        assert sorted(v["content"] for v in versions[1:]) == ["from A", "from B"]
+        assert message["content"] == versions[-1]["content"]

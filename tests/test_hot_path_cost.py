@@ -107,3 +107,55 @@ def test_a_full_page_costs_no_more_than_a_short_one(
     cost = _cost(quiet_server, lambda: history(owner, channel, limit=50))
     assert cost["statements"] <= HISTORY["statements"], cost
     assert cost["roundTrips"] <= HISTORY["roundTrips"], cost
+
+
+EDIT = {"roundTrips": 2}
+"""A read of the message (whose channel decides who may change it), then one write unit."""
+
+
+def test_a_page_with_reactions_and_threads_is_still_one_read(
+    quiet_server: Server, owner: Api
+) -> None:
+    """Reactions and a root's thread summary live on the message's row: a page whose messages
+    all changed since they were cached reads them in the same one unit, with no query per
+    message."""
+    channel = str(new_channel(owner)["id"])
+    roots = [post(owner, channel, f"root {i}") for i in range(20)]
+    for root in roots:
+        owner.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "👍"})
+        owner.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "🎉"})
+        post(owner, channel, "in the thread", threadId=root)
+    cold = _cost(quiet_server, lambda: history(owner, channel, limit=50))
+    assert cold["roundTrips"] <= HISTORY["roundTrips"], cold
+    assert cold["statements"] <= HISTORY["statements"] + 1, cold
+    page = history(owner, channel, limit=50)
+    assert all(m["thread"]["replyCount"] == 1 and len(m["reactions"]) == 2 for m in page)
+    warm = _cost(quiet_server, lambda: history(owner, channel, limit=50))
+    assert warm["statements"] <= HISTORY["statements"], warm
+    assert warm["roundTrips"] <= HISTORY["roundTrips"], warm
+    thread = _cost(quiet_server, lambda: history(owner, channel, threadId=roots[0]))
+    assert thread["roundTrips"] <= HISTORY["roundTrips"], thread
+
+
+def test_a_reply_in_a_thread_costs_one_write_unit(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    root = post(owner, channel, "a root")
+    cost = _cost(quiet_server, lambda: post(owner, channel, "a reply", threadId=root))
+    assert cost["roundTrips"] <= POST["roundTrips"], cost
+
+
+def test_an_edit_and_a_reaction_cost_a_read_and_one_write_unit(
+    quiet_server: Server, owner: Api, channel: str
+) -> None:
+    message_id = post(owner, channel, "to change")
+    edit = _cost(
+        quiet_server,
+        lambda: owner.ok("PATCH", f"/api/messages/{message_id}", json={"content": "changed"}),
+    )
+    assert edit["roundTrips"] <= EDIT["roundTrips"], edit
+    react = _cost(
+        quiet_server,
+        lambda: owner.ok("POST", f"/api/messages/{message_id}/reactions", json={"emoji": "👍"}),
+    )
+    assert react["roundTrips"] <= EDIT["roundTrips"], react

@@ -62,6 +62,11 @@ def test_a_post_is_stored_before_it_is_broadcast(server: Server, owner: Api, cha
         "type": "text",
         "metadata": {"k": [1]},
         "createdAt": stored[0]["createdAt"],
+        "threadId": None,
+        "editedAt": None,
+        "deleted": False,
+        "reactions": [],
+        "thread": None,
     }
     assert stored[0]["createdAt"].endswith("Z")
 

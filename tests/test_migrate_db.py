@@ -54,8 +54,13 @@ class Installation:
 
 
 def what_the_api_shows(owner: Api, agent_id: str, channel_id: str) -> dict[str, Any]:
+    main = history(owner, channel_id)
     return {
-        "history": history(owner, channel_id),
+        "history": main,
+        "threads": [history(owner, channel_id, threadId=m["id"]) for m in main if m["thread"]],
+        "versions": [
+            owner.ok("GET", f"/api/messages/{m['id']}/versions") for m in main if m["editedAt"]
+        ],
         "agents": owner.ok("GET", "/api/agents")["agents"],
         "channels": owner.ok("GET", "/api/channels")["channels"],
         "documents": owner.ok("GET", "/api/rag/documents", params={"agentId": agent_id}),
@@ -80,7 +85,10 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
         upload = owner.post("/api/upload", files={"file": ("notes.txt", b"plain notes\n")})
         upload_url = upload.json()["url"]
         post(owner, channel["id"], f"Notes are at {upload_url}")
-        post(guest.api, channel["id"], "Hello from the guest")
+        hello = post(guest.api, channel["id"], "Helo from the guest")
+        guest.api.ok("PATCH", f"/api/messages/{hello}", json={"content": "Hello from the guest"})
+        owner.ok("POST", f"/api/messages/{hello}/reactions", json={"emoji": "👋"})
+        post(owner, channel["id"], "Welcome", threadId=hello)
         for name, body in (("bikes.md", BIKES), ("lease.txt", LEASE)):
             response = owner.post(
                 "/api/rag/upload",
@@ -98,6 +106,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
         owner.ok("POST", "/api/schedules", json={**schedule, "schedule": "0 9 * * 1"})
         seen = what_the_api_shows(owner, agent["id"], channel["id"])
         assert seen["documents"]["documents"] and seen["memories"]["memories"]
+        assert seen["threads"] and len(seen["versions"][0]["versions"]) == 2
         token = guest.api.token
         guest.close()
         owner.close()
@@ -122,7 +131,8 @@ def test_every_table_is_copied_and_verified_by_count_and_checksum(
     lines = printed.splitlines()
     for table in ("users", "sessions", "agents", "messages", "documents", "chunks", "vectors",
                   "memories", "memory_versions", "schedules", "uploads", "upload_references",
-                  "settings", "channel_members"):  # fmt: skip
+                  "settings", "channel_members", "message_versions",
+                  "message_reactions"):  # fmt: skip
         [line] = [line for line in lines if line.split()[:1] == [table]]
         assert line.endswith(" ok") and " 0 rows" not in line, line
     assert lines[-1].startswith("Done: ") and "verified" in lines[-1]

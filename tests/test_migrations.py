@@ -87,9 +87,13 @@ class Store:
         return str(self.rows("SELECT version_num FROM alembic_version")[0][0])
 
     def core(self) -> dict[str, list[tuple[object, ...]]]:
+        """The columns CORE_ROWS fills: those the later migrations add hold their defaults."""
         return {
-            table: sorted(map(pg_server.as_sqlite, self.rows(f"SELECT * FROM {table}")))
-            for table in CORE_ROWS
+            table: sorted(
+                pg_server.as_sqlite(row[: len(rows[0])])
+                for row in self.rows(f"SELECT * FROM {table}")
+            )
+            for table, rows in CORE_ROWS.items()
         }
 
 

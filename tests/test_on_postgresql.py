@@ -19,6 +19,8 @@ from tests.pg_server import STORAGE_ENV, storage
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = (
     "tests/test_messages.py",
+    "tests/test_message_changes.py",
+    "tests/agents/test_message_changes.py",
     "tests/test_channels.py",
     "tests/test_agents.py",
     "tests/test_guests.py",
@@ -28,8 +30,9 @@ MODULES = (
     "tests/agents/test_schedules.py",
     "tests/knowledge/test_api.py",
 )
-"""Messages, channels, agents, guests, memory, chains, schedules and knowledge, as issue 14
-asks of the second pass; the knowledge tests that rank by full text are skipped there."""
+"""Messages (with edits, deletes, reactions and threads: issue 22), channels, agents, guests,
+memory, chains, schedules and knowledge, as issue 14 asks of the second pass; the knowledge
+tests that rank by full text are skipped there."""
 
 
 def test_the_chosen_api_modules_pass_on_postgresql() -> None:

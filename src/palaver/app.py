@@ -17,6 +17,7 @@ from palaver.agents.chains import ChainCoordinator
 from palaver.agents.context import ContextBuilder
 from palaver.agents.dispatch import Dispatcher
 from palaver.agents.leases import NodeLease
+from palaver.agents.react_tool import ReactTool
 from palaver.agents.recall import KnowledgeSection, MemorySection, Rerankers
 from palaver.agents.runner import ReplyRunner
 from palaver.agents.scheduler import Scheduler, guest_budget, reply_to_schedules
@@ -110,6 +111,7 @@ def build_services(config: Config) -> Services:
     svc.dispatcher.group_handler = svc.chains.on_group_message
     svc.on_user_message.append(svc.dispatcher.on_user_message)
     svc.tools.register(CallAgentTool(svc))
+    svc.tools.register(ReactTool(svc))
     svc.scheduler = Scheduler(db, reply_to_schedules(svc), admit=guest_budget(svc))
     if config.redis_url:
         svc.scheduler.tell_others = lambda: bus.publish(CONTROL, {"type": "schedules_changed"})
@@ -222,6 +224,9 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
         return
     if event.get("type") == "cancel_reply":
         svc.dispatcher.runner.cancel(event["messageId"])
+    elif event.get("type") == "message_changed" and event.get("deleted"):
+        for message_id in event["messageIds"]:
+            svc.dispatcher.runner.cancel_answers_to(message_id)
     elif event.get("type") == "schedules_changed":
         svc.scheduler.wake()
     elif event.get("type") == "settings_changed":

@@ -70,15 +70,17 @@ class BoundedCache(Generic[K, V]):
 class EncodedMessages:
     """Messages as their JSON bytes, least recently used first out beyond `budget` bytes.
 
-    A stored message never changes (it is only ever deleted with its channel, whose messages
-    are then never asked for again), but for one rare case: a reply stored as interrupted by
-    another node, which its own node, judged dead while only slow, finishes after all
-    (`message_replaced`). Read on the event loop only; a unit of work on a database thread may
-    test `in`, which is atomic."""
+    A message changes when it is edited, deleted, reacted to or replied to in a thread
+    (`message_changed`), and in one rare case more: a reply stored as interrupted by another
+    node, which its own node, judged dead while only slow, finishes after all
+    (`message_replaced`). Every node forgets it on the control event. Read on the event loop
+    only; a unit of work on a database thread may test `in`, which is atomic."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.held = 0
+        self.generation = 0
+        """Counts forgets; a `put` of bytes read before the latest one is refused."""
         self._items: OrderedDict[str, bytes] = OrderedDict()
 
     def __contains__(self, message_id: object) -> bool:
@@ -90,8 +92,12 @@ class EncodedMessages:
             self._items.move_to_end(message_id)
         return encoded
 
-    def put(self, message_id: str, encoded: bytes) -> None:
+    def put(self, message_id: str, encoded: bytes, generation: int | None = None) -> None:
+        """`generation`: the one read before the message was loaded (None: a message just
+        made, which nothing can have changed yet)."""
         if len(encoded) > self.budget or message_id in self._items:
+            return
+        if generation is not None and generation != self.generation:
             return
         self._items[message_id] = encoded
         self.held += len(encoded)
@@ -100,6 +106,7 @@ class EncodedMessages:
             self.held -= len(dropped)
 
     def forget(self, message_id: str) -> None:
+        self.generation += 1
         dropped = self._items.pop(message_id, None)
         if dropped is not None:
             self.held -= len(dropped)
@@ -150,6 +157,9 @@ class Caches:
             self.channels.forget([event["channelId"]])
         elif kind == "message_replaced":
             self.messages.forget(event["messageId"])
+        elif kind == "message_changed":
+            for message_id in event["messageIds"]:
+                self.messages.forget(message_id)
         elif kind == "agent_deleted":
             agent_id = event["agentId"]
             self.channels.forget_where(lambda c: agent_id in c.agent_ids)

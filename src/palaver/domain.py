@@ -17,6 +17,7 @@ BUILTIN_TOOLS: tuple[str, ...] = (
     "rag_query",
     "call_agent",
     "manage_schedule",
+    "react",
 )
 
 
@@ -111,9 +112,29 @@ class Message:
     type: str
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    thread_id: str | None = None
+    """The thread's root, for a reply in a thread."""
+    edited_at: datetime | None = None
+    deleted: bool = False
+    """A thread root deleted while it had replies: emptied, kept as the thread's head."""
+    reply_count: int = 0
+    last_reply_at: datetime | None = None
+    participant_ids: tuple[str, ...] = ()
+    """Who replied in the thread, in the order they first did."""
+    reactions: tuple[Reaction, ...] = ()
+    """In the order each emoji was first used."""
 
     def as_json(self) -> dict[str, Any]:
         assert self.created_at is not None
+        thread = (
+            {
+                "replyCount": self.reply_count,
+                "lastReplyAt": iso(self.last_reply_at) if self.last_reply_at else None,
+                "participantIds": list(self.participant_ids),
+            }
+            if self.reply_count
+            else None
+        )
         return {
             "id": self.id,
             "channelId": self.channel_id,
@@ -123,4 +144,19 @@ class Message:
             "type": self.type,
             "metadata": self.metadata,
             "createdAt": iso(self.created_at),
+            "threadId": self.thread_id,
+            "editedAt": iso(self.edited_at) if self.edited_at else None,
+            "deleted": self.deleted,
+            "reactions": [
+                {"emoji": r.emoji, "count": len(r.user_ids), "userIds": list(r.user_ids)}
+                for r in self.reactions
+            ],
+            "thread": thread,
         }
+
+
+@dataclass(frozen=True)
+class Reaction:
+    emoji: str
+    user_ids: tuple[str, ...]
+    """People's and agents' ids, in the order they reacted."""

@@ -124,7 +124,7 @@ class World:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("schedules") / "template.db"
-    migrate.upgrade(f"sqlite+aiosqlite:///{path}", "0003_schedules")
+    migrate.upgrade(f"sqlite+aiosqlite:///{path}")
     return path
 
 

@@ -6,10 +6,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-import emoji
-
 from palaver.bus.base import CONTROL
 from palaver.domain import BUILTIN_TOOLS, Agent, User
+from palaver.emoji_rule import one_emoji
 from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
@@ -33,7 +32,7 @@ def _check_name(name: str) -> str:
 
 
 def _check_avatar(avatar: str) -> str:
-    if not emoji.purely_emoji(avatar) or len(emoji.emoji_list(avatar)) != 1:
+    if not one_emoji(avatar):
         raise Invalid("The avatar must be a single emoji.", field="avatar")
     return avatar
 

@@ -17,8 +17,9 @@ from palaver.bus.base import channel_topic
 from palaver.domain import MESSAGE_TYPES, Channel, Message, User
 from palaver.errors import Invalid, NotFound, RateLimited
 from palaver.ids import new_id
+from palaver.message_events import changed
 from palaver.services import Services
-from palaver.store import messages
+from palaver.store import message_changes, messages
 from palaver.store.db import commit_in_order
 from palaver.store.tables.base import utcnow
 from palaver.store.uploads import names_uploads, record_references
@@ -34,45 +35,56 @@ def message_event(message: Message) -> dict[str, Any]:
 
 
 async def history_json(
-    svc: Services, user: User, channel_id: str, limit: int, before: str | None
+    svc: Services,
+    user: User,
+    channel_id: str,
+    limit: int,
+    before: str | None,
+    thread_id: str | None = None,
 ) -> bytes:
-    """The page as `{"messages": [...]}` JSON, oldest first.
+    """The page as `{"messages": [...]}` JSON, oldest first: the channel's main timeline, or
+    with `thread_id` one thread (its root first).
 
-    Messages never change once stored, so each is encoded once and kept (`caches.messages`):
-    a page read in the steady state asks the index for ids and joins bytes it already has."""
+    Each message is encoded once and kept (`caches.messages`) until it changes: a page read in
+    the steady state asks the index for ids and joins bytes it already has."""
     await visible(svc, user, channel_id)
     known = svc.caches.messages
+    generation = known.generation
 
     def read(conn: Connection) -> tuple[list[str], list[Message]]:
         if before is not None and messages.channel_of(conn, before) != channel_id:
             raise NotFound(f"No message has the id '{before}' in this channel.")
-        ids = messages.page_ids(conn, channel_id, limit, before)
+        if thread_id is not None:
+            root = messages.get(conn, thread_id)
+            if root is None or root.channel_id != channel_id or root.thread_id is not None:
+                raise NotFound(f"No thread has the id '{thread_id}' in this channel.")
+        ids = messages.page_ids(conn, channel_id, limit, before, thread_id)
         missing = [i for i in ids if i not in known]
         return ids, messages.by_ids(conn, missing) if missing else []
 
     ids, loaded = await svc.db.read_unit(read)
-    encoded = {m.id: _encode(svc, m) for m in loaded}
+    encoded = {m.id: _encode(svc, m, generation) for m in loaded}
     parts = [encoded.get(i) or known.get(i) for i in ids]
     if None in parts:
         # Evicted between the read and now: rare, and read again rather than left out.
         gone = [i for i, part in zip(ids, parts, strict=True) if part is None]
         again = await svc.db.read_unit(lambda conn: messages.by_ids(conn, gone))
-        encoded.update((m.id, _encode(svc, m)) for m in again)
+        encoded.update((m.id, _encode(svc, m, generation)) for m in again)
         parts = [part or encoded[i] for i, part in zip(ids, parts, strict=True)]
     return b'{"messages":[' + b",".join(p for p in parts if p is not None) + b"]}"
 
 
-def _encode(svc: Services, message: Message) -> bytes:
-    """The message's JSON, kept unless it is an interrupted reply: the only kind of stored
-    message that changes (its slow node may still finish it), whose replacement's event could
-    come between a page's read and this."""
+def _encode(svc: Services, message: Message, generation: int | None = None) -> bytes:
+    """The message's JSON, kept unless it is an interrupted reply (its slow node may still
+    finish it, and its replacement's event could come between a page's read and this) or it
+    changed since `generation` (see `EncodedMessages.put`)."""
     encoded = orjson.dumps(message.as_json())
     if not message.metadata.get("interrupted"):
-        svc.caches.messages.put(message.id, encoded)
+        svc.caches.messages.put(message.id, encoded, generation)
     return encoded
 
 
-def _check(svc: Services, content: str, kind: str, metadata: dict[str, Any] | None) -> None:
+def check_content(svc: Services, content: str, kind: str, metadata: dict[str, Any] | None) -> None:
     if kind not in MESSAGE_TYPES:
         raise Invalid(f"The type must be one of {', '.join(MESSAGE_TYPES)}.")
     if not content.strip():
@@ -98,10 +110,12 @@ async def post(
     metadata: dict[str, Any] | None,
     idempotency_key: str | None,
     hand_on: bool = True,
+    thread_id: str | None = None,
 ) -> tuple[str, dict[str, str]]:
     """Store, broadcast, then (with `hand_on`) hand to the agents; answers the id and the
-    rate-limit headers."""
-    _check(svc, content, kind, metadata)
+    rate-limit headers. With `thread_id` the message is a reply in that message's thread (its
+    root's, if it is a reply itself), and the root's summary changes in the same unit."""
+    check_content(svc, content, kind, metadata)
     channel = await visible(svc, user, channel_id)
     now = utcnow()
     if idempotency_key:
@@ -127,6 +141,7 @@ async def post(
         metadata=metadata or {},
         created_at=now,
     )
+    roots: list[Message] = []
 
     def store(conn: Connection) -> Message | str:
         """The message, or the id of the one its idempotency key already made."""
@@ -139,6 +154,11 @@ async def post(
         # Id and time are taken inside the (serialized) write, so id order, time order and
         # commit order agree even for messages created in the same millisecond.
         message = replace(draft, id=new_id("msg"), created_at=utcnow())
+        roots.clear()
+        if thread_id is not None:
+            root = message_changes.thread_root(conn, channel_id, thread_id)
+            message = replace(message, thread_id=root.id)
+            roots.append(message_changes.count_reply(conn, root, message))
         if idempotency_key:
             messages.remember_idempotency_key(conn, user.id, idempotency_key, message.id, now)
         messages.insert_row(conn, message)
@@ -157,6 +177,8 @@ async def post(
         _encode(svc, stored)
         # In line while the order is held; heard (through Redis: a round trip) after it.
         heard = await svc.bus.enqueue(channel_topic(channel_id), message_event(stored))
+        for root in roots:
+            await changed(svc, root)
     await heard
     if hand_on:
         await _hand_on(svc, stored, channel)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from palaver.agents.runner import ReplyRequest
+from palaver.agents.threads import count_in_thread
 from palaver.bus.base import channel_topic
 from palaver.domain import Agent, Message
 from palaver.ids import new_id
@@ -71,9 +72,11 @@ class CallAgentTool:
             type="text",
             metadata={"callAgent": {"to": callee.id, "replyId": ctx.message_id}},
             created_at=utcnow(),
+            thread_id=ctx.thread_id,
         )
         async with self.svc.db.write() as tx:
             await messages_store.insert_message(tx.conn, asked)
+            await count_in_thread(self.svc, tx, asked)
             tx.on_commit(
                 lambda: self.svc.bus.publish(
                     channel_topic(channel.id), {"type": "message", "data": asked.as_json()}

@@ -77,7 +77,11 @@ class ContextBuilder:
         budget = context_window - reply_tokens - estimate_tokens(system)
         async with self.db.read() as conn:
             recent = await conn.run_sync(
-                messages_store.page, channel.id, HISTORY_SCAN, trigger.id + _AFTER_ANY_ID_CHAR
+                messages_store.page,
+                channel.id,
+                HISTORY_SCAN,
+                trigger.id + _AFTER_ANY_ID_CHAR,
+                trigger.thread_id,
             )
             recent = [m for m in recent if m.type in _TEXT_TYPES and m.content]
             names = await _author_names(conn, recent)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import ColumnElement
 
 from palaver.agents.mentions import mentioned
 from palaver.agents.runner import ReplyRequest, ReplyRunner
+from palaver.agents.threads import count_in_thread
 from palaver.bus.base import channel_topic
 from palaver.domain import Agent, Channel, Message
 from palaver.services import Services
@@ -65,8 +66,28 @@ class Dispatcher:
             if turn.waiting == 0:
                 self._routing.pop(channel.id, None)
 
-    async def _route(self, message: Message, channel: Channel) -> None:
-        targets = await addressed(self.svc, message, channel)
+    async def on_edited(self, message: Message, channel: Channel, before: str) -> None:
+        """An edit that mentions an agent the message did not mention before is handed on as
+        a new message would be, to those agents alone; a removed mention stops nothing."""
+        if channel.type != "group":
+            return
+        earlier = {
+            a.id for a in await addressed(self.svc, replace(message, content=before), channel)
+        }
+        turn = self._routing.setdefault(channel.id, _Turn(asyncio.Lock()))
+        turn.waiting += 1
+        try:
+            async with turn.lock:
+                await self._route(message, channel, earlier)
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                self._routing.pop(channel.id, None)
+
+    async def _route(
+        self, message: Message, channel: Channel, already: set[str] | frozenset[str] = frozenset()
+    ) -> None:
+        targets = [a for a in await addressed(self.svc, message, channel) if a.id not in already]
         if not targets:
             return
         if channel.type == "group" and self.group_handler is not None:
@@ -122,6 +143,7 @@ async def store_interrupted(svc: Services, tx: Tx, which: ColumnElement[bool] | 
     for draft in drafts:
         draft.metadata["interrupted"] = True
         await messages_store.insert_message(tx.conn, draft)
+        await count_in_thread(svc, tx, draft)
         tx.on_commit(
             lambda d=draft: svc.bus.publish(  # type: ignore[misc]
                 channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from palaver import strict_json
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
+from palaver.agents.threads import count_in_thread
 from palaver.bus.base import CONTROL, channel_topic
 from palaver.domain import Agent, Channel, Message
 from palaver.ids import new_id
@@ -71,6 +72,7 @@ class _Active:
     """Why `cancel()` stopped it (cancelled, interrupted); None if it was not asked to stop."""
     finishing: bool = False
     """Streaming is over and the reply is being stored: too late to cancel."""
+    trigger_id: str = ""
 
 
 @dataclass
@@ -108,11 +110,17 @@ class ReplyRunner:
 
     def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
         active = self._active.get(message_id)
-        if active is None or active.task is None or active.finishing:
+        if active is None or active.task is None or active.finishing or active.reason:
             return False
         active.reason = reason
         active.task.cancel()
         return True
+
+    def cancel_answers_to(self, trigger_id: str) -> None:
+        """Stop the replies to a message that was deleted."""
+        for message_id, active in list(self._active.items()):
+            if active.trigger_id == trigger_id:
+                self.cancel(message_id)
 
     def cancel_all(self, reason: str) -> set[asyncio.Task[Any]]:
         """Cancel every reply still streaming; answers the tasks of all replies in flight, the
@@ -133,21 +141,28 @@ class ReplyRunner:
             type="text",
             metadata={"model": req.agent.model, **req.metadata},
             created_at=utcnow(),
+            thread_id=req.trigger.thread_id,
         )
         topic = channel_topic(req.channel.id)
-        active = _Active(asyncio.current_task())
+        in_thread = {"threadId": reply.thread_id} if reply.thread_id else {}
+        active = _Active(asyncio.current_task(), trigger_id=req.trigger.id)
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:
                 await messages_store.create_draft(tx.conn, reply, utcnow(), self.svc.node_id)
-            start = {"messageId": reply.id, "channelId": req.channel.id, "agentId": req.agent.id}
+            start = {
+                "messageId": reply.id,
+                "channelId": req.channel.id,
+                "agentId": req.agent.id,
+                **in_thread,
+            }
             await self.svc.bus.publish(topic, {"type": "stream_start", "data": start})
             stream = ChunkStream(
                 send=lambda text, seq: self.svc.bus.publish(
                     topic,
                     {
                         "type": "stream_chunk",
-                        "data": {"messageId": reply.id, "content": text, "seq": seq},
+                        "data": {"messageId": reply.id, "content": text, "seq": seq, **in_thread},
                     },
                 ),
                 checkpoint=lambda text: self._checkpoint(reply, text),
@@ -298,9 +313,7 @@ class ReplyRunner:
         topic = channel_topic(req.channel.id)
         parsed = [_arguments(c.arguments) for c in calls]
         for call, args in zip(calls, parsed, strict=True):
-            await self.svc.bus.publish(
-                topic, _tool_call_event(reply.id, call.name, args, "calling")
-            )
+            await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, "calling"))
         ctx = ToolContext(
             agent_id=req.agent.id,
             agent_name=req.agent.name,
@@ -309,6 +322,7 @@ class ReplyRunner:
             message_id=reply.id,
             call_path=(*req.call_path, req.agent.id),
             trigger_id=req.trigger.id,
+            thread_id=reply.thread_id,
         )
         timeout = self.svc.settings.current.agents.toolTimeoutSeconds
         outcomes = await asyncio.gather(
@@ -317,8 +331,10 @@ class ReplyRunner:
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
             status = "completed" if outcome.ok else "error"
-            await self.svc.bus.publish(topic, _tool_call_event(reply.id, call.name, args, status))
+            await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, status))
             result = {"messageId": reply.id, "toolName": call.name, "result": outcome.result}
+            if reply.thread_id:
+                result["threadId"] = reply.thread_id
             await self.svc.bus.publish(topic, {"type": "tool_result", "data": result})
             records.extend(_tool_records(req, reply.id, call, args, outcome))
         await self._store_tool_records(topic, records)
@@ -352,6 +368,8 @@ class ReplyRunner:
         stored = replace(reply, content=text, metadata={**reply.metadata, "usage": usage, **ending})
         topic = channel_topic(req.channel.id)
         end: dict[str, Any] = {"messageId": reply.id}
+        if reply.thread_id:
+            end["threadId"] = reply.thread_id
         if "error" in ending:
             end["error"] = ending["error"]
         for flag in ("cancelled", "interrupted"):
@@ -362,6 +380,7 @@ class ReplyRunner:
                 tx.conn, reply.id
             ):
                 await messages_store.insert_message(tx.conn, stored)
+                await count_in_thread(self.svc, tx, stored)
             else:
                 # Judged dead while only slow: another node stored the reply as interrupted.
                 await messages_store.replace_message(tx.conn, stored)
@@ -412,8 +431,12 @@ def _arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw": raw}
 
 
-def _tool_call_event(reply_id: str, name: str, args: dict[str, Any], status: str) -> dict[str, Any]:
-    data = {"messageId": reply_id, "toolName": name, "arguments": args, "status": status}
+def _tool_call_event(
+    reply: Message, name: str, args: dict[str, Any], status: str
+) -> dict[str, Any]:
+    data = {"messageId": reply.id, "toolName": name, "arguments": args, "status": status}
+    if reply.thread_id:
+        data["threadId"] = reply.thread_id
     return {"type": "tool_call", "data": data}
 
 
@@ -433,6 +456,7 @@ def _tool_records(
             type="tool_call",
             metadata={**common, "arguments": args},
             created_at=now,
+            thread_id=req.trigger.thread_id,
         ),
         Message(
             id=new_id("msg"),
@@ -443,5 +467,6 @@ def _tool_records(
             type="tool_result",
             metadata=common,
             created_at=now,
+            thread_id=req.trigger.thread_id,
         ),
     ]

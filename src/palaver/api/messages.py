@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Path, Query, Response
 from pydantic import Field
 
-from palaver.actions import messages
+from palaver.actions import message_changes, messages
 from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
+from palaver.domain import iso
 from palaver.settings import Limits
 
 router = APIRouter(prefix="/api/messages", tags=["messages"], route_class=StrictJsonRoute)
@@ -22,6 +23,7 @@ MAX_CONTENT = Limits().maxMessageChars
 """What the schema states: the default of `limits.maxMessageChars`. The setting in force
 governs, checked by the action, so a model-level cap must not stand in for it."""
 CONTENT_SCHEMA = {**NOT_BLANK, "maxLength": MAX_CONTENT}
+EMOJI: dict[str, Any] = {"format": "emoji"}
 
 
 class PostMessage(Body):
@@ -35,6 +37,26 @@ class PostMessage(Body):
     metadata: dict[str, Any] | None = Field(
         default=None, description="Free-form; at most 16 KiB as compact JSON."
     )
+    threadId: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Reply in this message's thread (its root's, if it is itself a reply); "
+        "a message of the same channel.",
+    )
+
+
+class EditMessage(Body):
+    content: str = Field(
+        min_length=1,
+        json_schema_extra=CONTENT_SCHEMA,
+        description="At most `limits.maxMessageChars` characters (a setting, 32000 by default).",
+    )
+
+
+class AddReaction(Body):
+    emoji: str = Field(
+        min_length=1, max_length=32, json_schema_extra=EMOJI, description="One emoji."
+    )
 
 
 @router.get("", responses={**errors(404), **ok(schemas.MessageList, "The channel's messages")})
@@ -44,8 +66,11 @@ async def list_messages(
     channelId: Annotated[str, Query(min_length=1)],
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[str | None, Query()] = None,
+    threadId: Annotated[
+        str | None, Query(min_length=1, description="One thread: its root, then its replies.")
+    ] = None,
 ) -> Response:
-    page = await messages.history_json(svc, caller.user, channelId, limit, before)
+    page = await messages.history_json(svc, caller.user, channelId, limit, before, threadId)
     return Response(page, media_type="application/json")
 
 
@@ -65,6 +90,67 @@ async def post_message(
         body.type,
         body.metadata,
         idempotency_key or None,
+        thread_id=body.threadId,
     )
     response.headers.update(headers)
     return {"id": message_id, "ok": True}
+
+
+@router.patch(
+    "/{message_id}",
+    responses={**errors(403, 404), **ok(schemas.MessageAnswer, "The edited message")},
+)
+async def edit_message(
+    message_id: str, body: EditMessage, caller: Caller, svc: Svc
+) -> dict[str, Any]:
+    """The author's own text message only; the earlier content is kept as a version."""
+    edited = await message_changes.edit(svc, caller.user, message_id, body.content)
+    return {"message": edited.as_json()}
+
+
+@router.delete(
+    "/{message_id}", responses={**errors(403, 404), **ok(schemas.Ok, "The message is erased")}
+)
+async def delete_message(message_id: str, caller: Caller, svc: Svc) -> dict[str, bool]:
+    """The author their own message, the owner any message."""
+    await message_changes.delete(svc, caller.user, message_id)
+    return {"ok": True}
+
+
+@router.get(
+    "/{message_id}/versions",
+    responses={**errors(404), **ok(schemas.MessageVersions, "Every content it has had")},
+)
+async def message_versions(message_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+    found = await message_changes.versions(svc, caller.user, message_id)
+    return {
+        "versions": [
+            {"content": v["content"], "editedAt": iso(v["editedAt"]) if v["editedAt"] else None}
+            for v in found
+        ]
+    }
+
+
+@router.post(
+    "/{message_id}/reactions",
+    responses={**errors(404), **ok(schemas.Ok, "The caller's reaction is there")},
+)
+async def add_reaction(
+    message_id: str, body: AddReaction, caller: Caller, svc: Svc
+) -> dict[str, bool]:
+    await message_changes.react(svc, caller.user, message_id, body.emoji, add=True)
+    return {"ok": True}
+
+
+@router.delete(
+    "/{message_id}/reactions/{emoji}",
+    responses={**errors(404), **ok(schemas.Ok, "The caller's reaction is gone")},
+)
+async def remove_reaction(
+    message_id: str,
+    emoji: Annotated[str, Path(json_schema_extra=EMOJI, description="One emoji.")],
+    caller: Caller,
+    svc: Svc,
+) -> dict[str, bool]:
+    await message_changes.react(svc, caller.user, message_id, emoji, add=False)
+    return {"ok": True}

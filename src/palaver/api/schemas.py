@@ -106,15 +106,54 @@ class ChannelAnswer(Shape):
     channel: Channel
 
 
+class Reaction(Shape):
+    emoji: str
+    count: int
+    userIds: list[str]
+    """People and agents, in the order they reacted."""
+
+
+class ThreadSummary(Shape):
+    replyCount: int
+    lastReplyAt: str | None
+    participantIds: list[str]
+    """Who replied, in the order they first did."""
+
+
 class Message(Shape):
     id: str
     channelId: str
     agentId: str | None
     userId: str | None
     content: str
+    """Empty in a deleted thread root kept as the thread's head."""
     type: MessageType
     metadata: dict[str, Any]
     createdAt: str
+    threadId: str | None
+    """The thread's root, for a reply in a thread."""
+    editedAt: str | None
+    deleted: bool
+    """True only for a thread root deleted while it has replies."""
+    reactions: list[Reaction]
+    """In the order each emoji was first used."""
+    thread: ThreadSummary | None
+    """A thread root's summary; null for a message nobody replied to in a thread."""
+
+
+class MessageAnswer(Shape):
+    message: Message
+
+
+class MessageVersion(Shape):
+    content: str
+    editedAt: str | None
+    """When this content was written by an edit; null for the content as first posted."""
+
+
+class MessageVersions(Shape):
+    versions: list[MessageVersion]
+    """Oldest first; the last is the current content."""
 
 
 class MessageList(Shape):

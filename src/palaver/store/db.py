@@ -72,6 +72,8 @@ def _configure_sqlite(engine: Engine, begin: str) -> None:
             "journal_mode=WAL",
             "synchronous=NORMAL",
             "foreign_keys=ON",
+            # A deleted message's text must not stay in freed pages (see `erase_freed`).
+            "secure_delete=ON",
             "busy_timeout=10000",
         ):
             cur.execute(f"PRAGMA {pragma}")
@@ -165,6 +167,26 @@ class Database:
         return await asyncio.get_running_loop().run_in_executor(
             self._units.read_threads, self._units.read, unit
         )
+
+    async def erase_freed(self, within: float) -> bool:
+        """Make what was just deleted leave the files: on SQLite, freed pages are zeroed
+        (`secure_delete`) but their earlier images stay in the write-ahead log until it is
+        checkpointed and truncated, which a reader's open snapshot can hold back, so it is
+        tried again for up to `within` seconds. PostgreSQL needs a VACUUM of the table for
+        the same (docs/SCALING.md, "Erasing deleted messages"). Answers whether it is done."""
+        if self._units is None:
+            return True
+        units = self._units
+        deadline = asyncio.get_running_loop().time() + within
+        while True:
+            done = await asyncio.get_running_loop().run_in_executor(
+                units.write_thread, units.checkpoint
+            )
+            if done or asyncio.get_running_loop().time() > deadline:
+                if not done:
+                    log.warning("the write-ahead log could not be emptied after a deletion")
+                return done
+            await asyncio.sleep(0.1)
 
     @asynccontextmanager
     async def in_order(self, key: str) -> AsyncIterator[None]:
@@ -320,6 +342,18 @@ class _SqliteUnits:
             except Exception as exc:
                 outcomes.append((False, exc))
         return outcomes
+
+    def checkpoint(self) -> bool:
+        """Copy the write-ahead log into the database and truncate it; False while a reader
+        keeps part of it in use."""
+        raw = self.writer.raw_connection()
+        try:
+            cursor = raw.cursor()
+            busy, _, _ = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            cursor.close()
+        finally:
+            raw.close()
+        return not busy
 
     def close(self) -> None:
         self.write_thread.shutdown(wait=True)

@@ -10,15 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from palaver.domain import Message
+from palaver.domain import Message, Reaction
 from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
 from palaver.store.uploads import record_references
 
 
-def _message(row: Any) -> Message:
+def from_row(row: Any) -> Message:
     return Message(
         id=row.id,
         channel_id=row.channel_id,
@@ -28,6 +28,31 @@ def _message(row: Any) -> Message:
         type=row.type,
         metadata=dict(row.metadata or {}),
         created_at=row.created_at,
+        thread_id=row.thread_id,
+        edited_at=row.edited_at,
+        deleted=row.deleted_at is not None,
+        reply_count=row.reply_count or 0,
+        last_reply_at=row.last_reply_at,
+        participant_ids=tuple(row.participant_ids or ()),
+        reactions=tuple(
+            Reaction(emoji=r["emoji"], user_ids=tuple(r["userIds"])) for r in row.reactions or ()
+        ),
+    )
+
+
+SHOWN = or_(messages.c.deleted_at.is_(None), messages.c.reply_count > 0)
+"""What history shows: every message but the deleted ones, whose emptied rows stay (so that
+paging `before` one still works) and show only as a thread's head."""
+
+
+def _timeline(channel_id: str, thread_id: str | None) -> ColumnElement[bool]:
+    """A channel's main timeline (no thread replies), or one thread: its root, then replies."""
+    if thread_id is None:
+        return and_(messages.c.channel_id == channel_id, messages.c.thread_id.is_(None), SHOWN)
+    return and_(
+        messages.c.channel_id == channel_id,
+        or_(messages.c.id == thread_id, messages.c.thread_id == thread_id),
+        SHOWN,
     )
 
 
@@ -53,27 +78,40 @@ def insert_row(conn: Connection, message: Message) -> None:
             "type": message.type,
             "metadata": message.metadata,
             "created_at": message.created_at,
+            "thread_id": message.thread_id,
         },
     )
 
 
 def get(conn: Connection, message_id: str) -> Message | None:
     row = conn.execute(select(messages).where(messages.c.id == message_id)).first()
-    return _message(row) if row else None
+    return from_row(row) if row else None
 
 
-def page(conn: Connection, channel_id: str, limit: int, before: str | None = None) -> list[Message]:
+def page(
+    conn: Connection,
+    channel_id: str,
+    limit: int,
+    before: str | None = None,
+    thread_id: str | None = None,
+) -> list[Message]:
     """The `limit` newest messages older than `before`, oldest first; ids sort by creation."""
-    query = select(messages).where(messages.c.channel_id == channel_id)
+    query = select(messages).where(_timeline(channel_id, thread_id))
     if before is not None:
         query = query.where(messages.c.id < before)
     rows = conn.execute(query.order_by(messages.c.id.desc()).limit(limit))
-    return [_message(r) for r in reversed(list(rows))]
+    return [from_row(r) for r in reversed(list(rows))]
 
 
-def page_ids(conn: Connection, channel_id: str, limit: int, before: str | None) -> list[str]:
+def page_ids(
+    conn: Connection,
+    channel_id: str,
+    limit: int,
+    before: str | None,
+    thread_id: str | None = None,
+) -> list[str]:
     """The ids of `page`, from the index alone."""
-    query = select(messages.c.id).where(messages.c.channel_id == channel_id)
+    query = select(messages.c.id).where(_timeline(channel_id, thread_id))
     if before is not None:
         query = query.where(messages.c.id < before)
     ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
@@ -82,7 +120,7 @@ def page_ids(conn: Connection, channel_id: str, limit: int, before: str | None) 
 
 def by_ids(conn: Connection, ids: list[str]) -> list[Message]:
     rows = conn.execute(select(messages).where(messages.c.id.in_(ids)))
-    return [_message(r) for r in rows]
+    return [from_row(r) for r in rows]
 
 
 def channel_of(conn: Connection, message_id: str) -> str | None:
@@ -135,6 +173,7 @@ async def create_draft(
             started_at=message.created_at or now,
             updated_at=now,
             node_id=node_id,
+            thread_id=message.thread_id,
         )
     )
 
@@ -179,6 +218,7 @@ async def take_drafts(
             type="text",
             metadata=dict(r.metadata or {}),
             created_at=r.started_at,
+            thread_id=r.thread_id,
         )
         for r in rows
     ]
@@ -209,4 +249,4 @@ async def get_many(conn: AsyncConnection, ids: list[str]) -> dict[str, Message]:
     if not ids:
         return {}
     rows = await conn.execute(select(messages).where(messages.c.id.in_(ids)))
-    return {r.id: _message(r) for r in rows}
+    return {r.id: from_row(r) for r in rows}

@@ -33,7 +33,8 @@ async def record_upload(conn: AsyncConnection, path: str, user_id: str, now: dat
     await conn.execute(insert(uploads).values(path=path, user_id=user_id, created_at=now))
 
 
-def _referring_text(message: Message) -> str:
+def referring_text(message: Message) -> str:
+    """Where a message can name an upload: its text and its metadata's JSON."""
     if not message.metadata:
         return message.content
     return message.content + json.dumps(message.metadata, ensure_ascii=False)
@@ -41,7 +42,7 @@ def _referring_text(message: Message) -> str:
 
 def names_uploads(message: Message) -> bool:
     """Whether `record_references` may have something to record for the message."""
-    return "/uploads/" in _referring_text(message)
+    return "/uploads/" in referring_text(message)
 
 
 async def record_references(conn: AsyncConnection, message: Message) -> None:
@@ -50,7 +51,7 @@ async def record_references(conn: AsyncConnection, message: Message) -> None:
     The owner may share any upload (files older than the record of uploaders included);
     anyone else only uploads that exist, and a guest only what it may read itself: a URL it kept
     from a channel it has left must not open the file to another channel."""
-    text = _referring_text(message)
+    text = referring_text(message)
     paths = upload_paths(text) if "/uploads/" in text else set()
     if not paths:
         return

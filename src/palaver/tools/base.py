@@ -21,6 +21,8 @@ class ToolContext:
     """Agent ids of nested `call_agent` calls leading here, outermost first."""
     trigger_id: str | None = None
     """The message being answered: where what the agent learns came from."""
+    thread_id: str | None = None
+    """The thread the reply is in, if any: where what the tool says belongs."""
 
 
 class ToolError(Exception):

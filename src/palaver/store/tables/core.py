@@ -11,6 +11,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 from palaver.store.tables.base import JsonValue, UtcDateTime, metadata
@@ -110,8 +111,45 @@ messages = Table(
     Column("type", String(16), nullable=False),
     Column("metadata", JsonValue, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # The root's id for a reply in a thread (replies to replies attach to the root).
+    Column("thread_id", String(40), nullable=True),
+    Column("edited_at", UtcDateTime, nullable=True),
+    # Set on a thread root deleted while it has replies: kept, emptied, as the thread's head.
+    Column("deleted_at", UtcDateTime, nullable=True),
+    # A root's thread summary and every message's reactions, kept on the row so that a history
+    # page stays one read; written in the transaction of the change they summarize.
+    Column("reply_count", Integer, nullable=False, server_default=text("0")),
+    Column("last_reply_at", UtcDateTime, nullable=True),
+    Column("participant_ids", JsonValue, nullable=True),
+    Column("reactions", JsonValue, nullable=True),
     Index("ix_messages_channel_id_id", "channel_id", "id"),
+    Index("ix_messages_channel_id_thread_id_id", "channel_id", "thread_id", "id"),
+    Index("ix_messages_thread_id_id", "thread_id", "id"),
 )
+
+message_versions = Table(
+    "message_versions",
+    metadata,
+    Column(
+        "message_id", String(40), ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("content", Text, nullable=False),
+    Column("edited_at", UtcDateTime, nullable=True),
+)
+"""A message's earlier contents, numbered from 0 (as first posted, `edited_at` null)."""
+
+message_reactions = Table(
+    "message_reactions",
+    metadata,
+    Column(
+        "message_id", String(40), ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("user_id", String(40), primary_key=True),
+    Column("emoji", String(32), primary_key=True),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+"""Who reacted with what: a person's or an agent's id in `user_id`."""
 
 idempotency_keys = Table(
     "idempotency_keys",
@@ -134,6 +172,7 @@ reply_drafts = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # The node running the reply (its lease); null in drafts an older version wrote.
     Column("node_id", String(40), nullable=True),
+    Column("thread_id", String(40), nullable=True),
 )
 
 nodes = Table(

@@ -1,0 +1,106 @@
+"""Changing a stored message: editing it, deleting it, reacting to it.
+
+Each change is one write unit, then (after the commit) an event on its channel and a control
+event that makes every node forget the message's JSON (`message_events.changed`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import anyio
+
+from palaver.actions.channels import visible
+from palaver.actions.messages import check_content
+from palaver.actions.uploads import safe_name_shape
+from palaver.domain import Channel, Message, User
+from palaver.emoji_rule import one_emoji
+from palaver.errors import Forbidden, Invalid, NotFound
+from palaver.message_events import changed, react_as
+from palaver.services import Services
+from palaver.store import message_changes, messages
+from palaver.store.tables.base import utcnow
+
+log = logging.getLogger(__name__)
+
+ERASED_WITHIN = 5.0
+"""Seconds within which a deleted message's text leaves every file of the data dir."""
+
+
+async def _readable(svc: Services, user: User, message_id: str) -> tuple[Message, Channel]:
+    """The message and its channel, or NotFound: a hidden message answers as a missing one."""
+    found = await svc.db.read_unit(lambda conn: messages.get(conn, message_id))
+    missing = NotFound(f"No message has the id '{message_id}'.")
+    if found is None or found.deleted:
+        raise missing
+    try:
+        channel = await visible(svc, user, found.channel_id)
+    except NotFound:
+        raise missing from None
+    return found, channel
+
+
+def _is_authors(user: User, message: Message) -> bool:
+    return message.agent_id is None and message.user_id == user.id
+
+
+async def edit(svc: Services, user: User, message_id: str, content: str) -> Message:
+    """A person's own text message gets new content; the old one is kept as a version. An
+    agent the edit newly mentions is handed the message as if it were new."""
+    message, channel = await _readable(svc, user, message_id)
+    if not _is_authors(user, message) or message.type != "text":
+        raise Forbidden("Only the author of a text message may edit it.")
+    check_content(svc, content, "text", None)
+    now = utcnow()
+    edited, before = await svc.db.write_unit(
+        lambda conn: message_changes.edit(conn, message_id, content, now)
+    )
+    await changed(svc, edited)
+    await svc.dispatcher.on_edited(edited, channel, before)
+    return edited
+
+
+async def versions(svc: Services, user: User, message_id: str) -> list[dict[str, Any]]:
+    await _readable(svc, user, message_id)
+    return await svc.db.read_unit(lambda conn: message_changes.versions(conn, message_id))
+
+
+async def delete(svc: Services, user: User, message_id: str) -> None:
+    """The author deletes their own message, the owner any; the text is erased (see
+    `Database.erase_freed`), an upload only it named is removed from disk, and every node
+    stops the replies being written to it (on the control event, which this node hears too)."""
+    message, _ = await _readable(svc, user, message_id)
+    if not (user.is_owner or _is_authors(user, message)):
+        raise Forbidden("Only the author of a message, or the owner, may delete it.")
+    now = utcnow()
+    erased, root, orphans = await svc.db.write_unit(
+        lambda conn: message_changes.erase(conn, message_id, now)
+    )
+    await changed(svc, erased, deleted=True)
+    if root is not None:
+        await changed(svc, root)
+    for path in orphans:
+        month, _, name = path.partition("/")
+        if safe_name_shape(name) == name:
+            await anyio.Path(svc.config.uploads_dir / month / name).unlink(missing_ok=True)
+    _erase_soon(svc)
+
+
+_erasing: set[asyncio.Task[bool]] = set()
+
+
+def _erase_soon(svc: Services) -> None:
+    """The freed pages are zeroed by `secure_delete`; what the write-ahead log still holds
+    goes with a checkpoint, tried again while readers hold it open."""
+    task = asyncio.get_running_loop().create_task(svc.db.erase_freed(ERASED_WITHIN))
+    _erasing.add(task)
+    task.add_done_callback(_erasing.discard)
+
+
+async def react(svc: Services, user: User, message_id: str, emoji: str, add: bool) -> None:
+    """Add (or with `add` False remove) the caller's reaction; doing it twice changes nothing."""
+    if not one_emoji(emoji):
+        raise Invalid("The emoji must be a single emoji.", field="emoji")
+    message, _ = await _readable(svc, user, message_id)
+    await react_as(svc, message, user.id, emoji, add)
