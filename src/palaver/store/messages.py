@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message
@@ -78,6 +78,38 @@ def page_ids(conn: Connection, channel_id: str, limit: int, before: str | None) 
         query = query.where(messages.c.id < before)
     ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
     return list(reversed(ids))
+
+
+UNREAD_TYPES = ("text", "image", "file")
+"""What a person reads as a message: tool calls and their results fold into replies."""
+
+
+def unread(
+    conn: Connection, after: dict[str, str | None], reader_id: str, cap: int
+) -> dict[str, tuple[int, str | None]]:
+    """Per channel: how many messages newer than `after[channel]` others wrote (counted up to
+    `cap`; none when `after` is None), and the channel's newest message id."""
+    counted: dict[str, tuple[int, str | None]] = {}
+    for channel_id, since in after.items():
+        newest = conn.execute(
+            select(func.max(messages.c.id)).where(messages.c.channel_id == channel_id)
+        ).scalar_one_or_none()
+        count = 0
+        if since is not None and newest is not None and newest > since:
+            newer = (
+                select(messages.c.id)
+                .where(
+                    messages.c.channel_id == channel_id,
+                    messages.c.id > since,
+                    messages.c.type.in_(UNREAD_TYPES),
+                    or_(messages.c.user_id.is_(None), messages.c.user_id != reader_id),
+                )
+                .limit(cap)
+                .subquery()
+            )
+            count = conn.execute(select(func.count()).select_from(newer)).scalar_one()
+        counted[channel_id] = (count, newest)
+    return counted
 
 
 def by_ids(conn: Connection, ids: list[str]) -> list[Message]:
