@@ -72,10 +72,10 @@ class Router {
   }
 
   go(path: string, replace = false): void {
-    if (path === location.pathname) return;
+    if (path === location.pathname + location.search + location.hash) return;
     if (replace) history.replaceState(null, "", path);
     else history.pushState(null, "", path);
-    this.route = match(path);
+    this.route = match(location.pathname);
   }
 }
 
