@@ -116,3 +116,27 @@ def test_the_phone_drawer_by_keyboard_takes_focus_traps_it_and_gives_it_back(
     expect(menu).to_be_focused()
     assert not page.locator("main").evaluate("el => el.inert")
     expect(page.get_by_role("navigation", name="Channels")).to_be_hidden()
+
+
+def test_the_focus_ring_is_an_outline_that_forced_colours_keep_and_motion_is_reduced(
+    browse: Browse, web_server: Server, feed_channel: dict[str, Any], shoot: Any
+) -> None:
+    page = browse.page()
+    open_channel(page, web_server, feed_channel["id"])
+    last = page.locator("article", has_text=f"row {COUNT}")
+    page.get_by_role("textbox", name="Message").focus()
+    page.keyboard.press("Shift+Tab")
+    while page.evaluate("document.activeElement.tagName") != "ARTICLE":
+        page.keyboard.press("Shift+Tab")
+    expect(last).to_be_focused()
+    ring = "el => { const s = getComputedStyle(el); return [s.outlineStyle, s.outlineWidth]; }"
+    assert last.evaluate(ring) == ["solid", "2px"]
+    shoot(page, "feed-focus-desktop-light")
+    page.emulate_media(forced_colors="active")
+    assert last.evaluate(ring) == ["solid", "2px"]
+    assert last.evaluate("el => getComputedStyle(el).boxShadow") == "none"
+    page.emulate_media(forced_colors="none")
+    # The browser context asks for reduced motion: nothing transitions or blinks.
+    nav = page.get_by_role("navigation", name="Channels")
+    assert nav.evaluate("el => getComputedStyle(el).transitionProperty") in ("none", "all")
+    assert nav.evaluate("el => getComputedStyle(el).transitionDuration") == "0s"
