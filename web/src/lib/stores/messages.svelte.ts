@@ -169,6 +169,23 @@ export class Timeline {
     }
   }
 
+  /** The person's own message, on screen as soon as the server accepted it (optimistic: its
+   * broadcast settles into the same row, by id). */
+  addSent(id: string, content: string, type: string, metadata: Record<string, unknown>): void {
+    this.merge([
+      {
+        id,
+        channelId: this.channelId,
+        agentId: null,
+        userId: session.user?.id ?? null,
+        content,
+        type: type as Message["type"],
+        metadata,
+        createdAt: new Date().toISOString(),
+      },
+    ]);
+  }
+
   /** Put stored messages in place: new ones inserted in order, known ones replaced. */
   merge(messages: Message[]): void {
     const fresh: Item[] = [];
