@@ -110,6 +110,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint("DELETE", "/api/agents/{agent}", admin=True, consumes="agent", errors=_e(403, 404)),
     Endpoint("GET", "/api/channels"),
+    Endpoint("POST", "/api/channels/unread", json=lambda t: {"after": {t["channel"]: None}}),
     Endpoint("GET", "/api/channels/{channel}", scoped=True, errors=_e(404)),
     Endpoint("GET", "/api/channels/{channel}/people", scoped=True, errors=_e(404)),
     Endpoint(

@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-from tests.support import Api, Guest, Server, Ws, new_agent, new_channel, post, unique
+from tests.support import (
+    Api,
+    Guest,
+    Server,
+    Ws,
+    history,
+    new_agent,
+    new_channel,
+    post,
+    unique,
+)
 
 FIELDS = {"id", "name", "type", "agentIds", "memberIds", "createdAt", "updatedAt"}
 
@@ -194,3 +204,42 @@ def test_a_channel_name_is_trimmed(owner: Api) -> None:
     name = unique()
     channel = owner.ok("POST", "/api/channels", json={"name": f"  {name} ", "type": "group"})
     assert channel["channel"]["name"] == name
+
+
+def test_unread_counts_for_every_channel_come_in_one_request(
+    owner: Api, guest: Guest, owner_id: str
+) -> None:
+    shared = new_channel(owner, member_ids=[guest.id])["id"]
+    hidden = new_channel(owner)["id"]
+    empty = new_channel(owner, member_ids=[guest.id])["id"]
+    first = post(owner, shared, "read already")
+    for i in range(3):
+        post(guest.api, shared, f"from the guest {i}")
+    mine = post(owner, shared, "the owner's own")
+    post(owner, shared, "[file](/x)", type="file", metadata={"name": "x"})
+    secret = post(owner, hidden, "owner only")
+
+    def unread(api: Api, after: dict[str, str | None], **body: Any) -> dict[str, Any]:
+        answer: dict[str, Any] = api.ok(
+            "POST", "/api/channels/unread", json={"after": after, **body}
+        )["channels"]
+        return answer
+
+    counted = unread(guest.api, {shared: first, hidden: None, empty: None, "ch_nope": None})
+    assert set(counted) == {shared, empty}, "channels the guest cannot see are left out"
+    newest = history(owner, shared)[-1]["id"]
+    # The guest's own three do not count; the owner's text and file do.
+    assert counted[shared] == {"count": 2, "newestId": newest}
+    assert counted[empty] == {"count": 0, "newestId": None}
+    assert unread(guest.api, {shared: mine}, limit=50)[shared]["count"] == 1
+    assert unread(guest.api, {shared: None})[shared] == {"count": 0, "newestId": newest}
+    # The owner reads the guest's messages; the counts stop at `limit`.
+    assert unread(owner, {shared: first, hidden: secret}) == {
+        shared: {"count": 3, "newestId": newest},
+        hidden: {"count": 0, "newestId": secret},
+    }
+    assert unread(owner, {shared: first}, limit=2)[shared]["count"] == 2
+    assert (
+        owner.request("POST", "/api/channels/unread", json={"after": {}, "limit": 0}).status_code
+        == 400
+    )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -61,3 +65,14 @@ def test_ids_match_exactly_and_order_follows_first_mention() -> None:
     assert mentioned("@agent_01BBB then @ann and @Ben again", [a, b]) == [b, a]
     assert mentioned("@agent_01BB partial id", [a, b]) == []
     assert mentioned("mail me at ann@Ben.com", [a, b]) == []
+
+
+CASES = json.loads((Path(__file__).parent / "mention_cases.json").read_text(encoding="utf-8"))
+"""The table the browser's parser is checked on too (web/src/lib/mentions.test.ts)."""
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: repr(c["text"]))
+def test_the_shared_mention_cases(case: dict[str, Any]) -> None:
+    members = [agent(f"agent_{key}", CASES["agents"][key]) for key in case["members"]]
+    found = [a.id.removeprefix("agent_") for a in mentioned(case["text"], members)]
+    assert found == case["want"]

@@ -86,12 +86,14 @@ def test_scrolling_back_pages_older_messages_in_without_a_jump_and_keeps_the_dom
             "id => document.querySelector(`[data-message-id='${id}']`).getBoundingClientRect().top",
             anchor["id"],
         )
-        # Known limit (docs/WEB.md): a page coming in can still shift the view by about a
-        # day separator's height (31 px); never by a page.
-        assert abs(moved - anchor["top"]) <= 40, (anchor, moved)
+        # A page coming in above, and rows measured at other heights than their estimate,
+        # move the view by exactly what they add: what the reader sees stays put.
+        assert abs(moved - anchor["top"]) <= 1, (anchor, moved)
         assert rows(page) < 150
         seen.update(page.eval_on_selector_all("article", "els => els.map(e => e.textContent)"))
-        if page.get_by_text("This is the beginning of the channel.").is_visible():
+        # Pages are fetched well ahead (and larger for a fast scroll), so the whole channel
+        # may be in long before the view gets to its top: stop at the top itself.
+        if page.get_by_test_id("message-list").evaluate("el => el.scrollTop") == 0:
             break
     expect(page.locator("article", has_text="message 1").first).to_be_visible()
     ids = page.eval_on_selector_all("article", "els => els.map(e => e.dataset.messageId)")

@@ -41,6 +41,14 @@ def test_a_streamed_reply_shows_its_tool_card_then_settles_into_one_message(
     expect(reply.get_by_role("button", name="Stop")).to_have_count(0)
     expect(page.locator("article", has_text="Found three results.")).to_have_count(1)
     expect(page.get_by_test_id("tool-card")).to_have_count(1)
+    # One polite status region says it once; the feed itself is no live region.
+    expect(page.get_by_test_id("announcer")).to_have_text(f"{scout['name']} replied")
+    assert page.get_by_test_id("announcer").get_attribute("aria-live") == "polite"
+    assert page.locator("[data-testid=message-list] [aria-live], [role=log]").count() == 0
+    feed = page.get_by_role("feed", name="Messages")
+    articles = feed.locator("article")
+    assert articles.first.get_attribute("aria-posinset") == "1"
+    assert articles.last.get_attribute("aria-setsize") == str(articles.count())
 
     page.reload()
     page.locator("[data-testid=message-list][aria-busy=false]").wait_for()
@@ -79,10 +87,13 @@ def test_a_failed_reply_shows_its_error(
     page = open_channel_page(browse, web_server, room["id"])
     page.get_by_role("textbox", name="Message").fill(f"@{broken['name']} hi")
     page.keyboard.press("Enter")
-    failure = page.locator("article", has_text=broken["name"]).get_by_role("alert")
-    expect(failure).to_contain_text("The reply failed")
+    failure = page.locator("article", has_text="The reply failed")
+    expect(failure).to_contain_text(broken["name"])
     expect(failure).to_contain_text("failed (HTTP 503)")
     expect(failure).not_to_contain_text("model overloaded")  # the vendor's words stay in the log
+    # Said once by the page's status region, not by a live region in a row that re-renders.
+    assert failure.get_by_role("alert").count() == 0
+    expect(page.get_by_test_id("announcer")).to_contain_text(f"{broken['name']}'s reply failed: ")
 
 
 def test_a_chain_shows_its_progress_and_pauses_after_the_running_step(

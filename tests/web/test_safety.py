@@ -37,7 +37,7 @@ def test_hostile_markdown_and_html_in_messages_render_inert(
         post(web_owner, room["id"], content)
     page = browse.page()
     open_channel(page, web_server, room["id"])
-    log = page.get_by_role("log", name="Messages")
+    log = page.get_by_role("feed", name="Messages")
     expect(log.locator("article")).to_have_count(len(HOSTILE))
     page.wait_for_timeout(300)
     assert (
@@ -92,6 +92,6 @@ def test_a_hostile_file_name_stays_text(browse: Browse, web_server: Server, web_
     link = page.get_by_role("link", name=name)
     expect(link).to_be_visible()
     assert link.get_attribute("href") == url
-    log = page.get_by_role("log", name="Messages")
+    log = page.get_by_role("feed", name="Messages")
     assert log.locator("img").count() == 0, "an SVG is never shown inline"
     assert log.locator("a[href^='javascript']").count() == 0

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from palaver.bus.base import CONTROL
 from palaver.domain import Channel, ChannelType, User
 from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.store import agents, channels, users
+from palaver.store import agents, channels, messages, users
 from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
 
@@ -37,6 +38,17 @@ async def list_visible(svc: Services, user: User) -> list[Channel]:
         if user.is_owner:
             return await channels.list_all(conn)
         return await channels.list_for_member(conn, user.id)
+
+
+async def unread(
+    svc: Services, user: User, after: dict[str, str | None], cap: int
+) -> dict[str, dict[str, Any]]:
+    """Unread counts for the channels named that the user may see, in one read; a channel the
+    user may not see is left out, as one that does not exist."""
+    seen = {c.id for c in await list_visible(svc, user)}
+    wanted = {cid: since for cid, since in after.items() if cid in seen}
+    counted = await svc.db.read_unit(lambda conn: messages.unread(conn, wanted, user.id, cap))
+    return {cid: {"count": n, "newestId": newest} for cid, (n, newest) in counted.items()}
 
 
 def _dedupe(ids: list[str]) -> list[str]:

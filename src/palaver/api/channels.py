@@ -62,6 +62,25 @@ async def list_channels(caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"channels": [c.as_json() for c in await channels.list_visible(svc, caller.user)]}
 
 
+class CountUnread(Body):
+    after: dict[str, str | None] = Field(
+        max_length=2000,
+        description="Per channel id: the last message read there, or null (only the newest id "
+        "is wanted).",
+    )
+    limit: int = Field(default=50, ge=1, le=200, description="Counts stop here.")
+
+
+@router.post(
+    "/unread",
+    responses={**errors(), **ok(schemas.UnreadCounts, "Counts for the channels the caller sees")},
+)
+async def count_unread(body: CountUnread, caller: Caller, svc: Svc) -> dict[str, Any]:
+    """Every channel's unread count in one request: text, images and files others wrote after
+    the message given. Channels the caller cannot see are left out."""
+    return {"channels": await channels.unread(svc, caller.user, body.after, body.limit)}
+
+
 @router.get("/{channel_id}", responses={**errors(404), **ok(schemas.ChannelAnswer, "The channel")})
 async def get_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     return {"channel": (await channels.visible(svc, caller.user, channel_id)).as_json()}

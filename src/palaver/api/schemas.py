@@ -102,6 +102,15 @@ class ChannelList(Shape):
     channels: list[Channel]
 
 
+class UnreadCount(Shape):
+    count: int
+    newestId: str | None
+
+
+class UnreadCounts(Shape):
+    channels: dict[str, UnreadCount]
+
+
 class ChannelAnswer(Shape):
     channel: Channel
 

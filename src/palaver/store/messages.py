@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message, Reaction
@@ -116,6 +116,41 @@ def page_ids(
         query = query.where(messages.c.id < before)
     ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
     return list(reversed(ids))
+
+
+UNREAD_TYPES = ("text", "image", "file")
+"""What a person reads as a message: tool calls and their results fold into replies."""
+
+
+def unread(
+    conn: Connection, after: dict[str, str | None], reader_id: str, cap: int
+) -> dict[str, tuple[int, str | None]]:
+    """Per channel: how many messages of its main timeline newer than `after[channel]` others
+    wrote and did not delete (counted up to `cap`; none when `after` is None), and the newest
+    such message's id. Thread replies are read in their thread."""
+    counted: dict[str, tuple[int, str | None]] = {}
+    shown = (messages.c.thread_id.is_(None), messages.c.deleted_at.is_(None))
+    for channel_id, since in after.items():
+        newest = conn.execute(
+            select(func.max(messages.c.id)).where(messages.c.channel_id == channel_id, *shown)
+        ).scalar_one_or_none()
+        count = 0
+        if since is not None and newest is not None and newest > since:
+            newer = (
+                select(messages.c.id)
+                .where(
+                    messages.c.channel_id == channel_id,
+                    messages.c.id > since,
+                    messages.c.type.in_(UNREAD_TYPES),
+                    or_(messages.c.user_id.is_(None), messages.c.user_id != reader_id),
+                    *shown,
+                )
+                .limit(cap)
+                .subquery()
+            )
+            count = conn.execute(select(func.count()).select_from(newer)).scalar_one()
+        counted[channel_id] = (count, newest)
+    return counted
 
 
 def by_ids(conn: Connection, ids: list[str]) -> list[Message]:

@@ -172,10 +172,11 @@ export const api = {
       method: "POST",
     }),
 
-  memories: async (agentId: string, type?: MemoryType, q?: string) =>
+  memories: async (agentId: string, type?: MemoryType, q?: string, signal?: AbortSignal) =>
     (
       await request<{ memories: Memory[] }>(memoriesPath(agentId), {
         query: { type, q: q || undefined, limit: q ? 50 : undefined },
+        signal,
       })
     ).memories,
   updateMemory: async (agentId: string, id: string, body: { content?: string; type?: MemoryType }) =>
@@ -204,6 +205,15 @@ export const api = {
     ).memory,
   guests: async () => (await request<{ guests: User[] }>("/api/guests")).guests,
 
+  /** Every channel's unread count in one request: `after` names the last message read in
+   * each (null: only its newest id is wanted). Channels the caller cannot see are left out. */
+  unread: async (after: Record<string, string | null>, limit: number) =>
+    (
+      await request<{ channels: Record<string, { count: number; newestId: string | null }> }>(
+        "/api/channels/unread",
+        { method: "POST", body: { after, limit } },
+      )
+    ).channels,
   messages: async (channelId: string, limit: number, before?: string) =>
     (
       await request<{ messages: Message[] }>("/api/messages", {

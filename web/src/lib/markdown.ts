@@ -26,9 +26,29 @@ const ALLOWED_TAGS = [
 ];
 const ALLOWED_ATTR = ["href", "title", "alt", "src", "class", "align", "type", "checked", "disabled", "start"];
 
-/** Same-origin paths only: our uploads. Anything with a scheme or `//` would leave the host. */
+/** An upload's address as the server makes it: `/uploads/<yyyy-mm>/<name>`, the name of word
+ * characters, dots, dashes and percent escapes (src/palaver/store/uploads.py). */
+const UPLOAD = /^\/uploads\/\d{4}-\d{2}\/(?:[\w.-]|%[0-9A-Fa-f]{2})+$/;
+
+/**
+ * Same-origin paths only, and only our uploads: an `<img>` must not point at any other path
+ * of this origin (`/uploads/../api/...`). Dot segments, escaped or not, and escaped slashes
+ * or backslashes are refused; the browser's own resolution must leave the path unchanged.
+ */
 export function isLocalUpload(url: string): boolean {
-  return /^\/uploads\/[^/?#]+\/[^/?#]+$/.test(url);
+  if (!UPLOAD.test(url)) return false;
+  let name: string;
+  try {
+    name = decodeURIComponent(url.slice(url.lastIndexOf("/") + 1));
+  } catch {
+    return false;
+  }
+  if (name === "." || name === ".." || /[/\\]/.test(name)) return false;
+  try {
+    return new URL(url, location.origin).pathname === url;
+  } catch {
+    return false;
+  }
 }
 
 function isSafeLink(href: string): boolean {
@@ -81,17 +101,25 @@ const cache = new Map<string, string>();
 
 /**
  * Sanitized HTML for a message. Plain text skips the parser (escaped, paragraphs and line
- * breaks kept), and results are cached, so scrolling back through thousands of rows does not
- * parse each one again.
+ * breaks kept), and settled texts are cached, so scrolling back through thousands of rows does
+ * not parse each one again. Text still changing (a streaming reply, a preview being typed) is
+ * rendered with `cache: false`: each partial would be an entry read once and never again.
  */
-export function renderMarkdown(source: string): string {
+export function renderMarkdown(source: string, options: { cache?: boolean } = {}): string {
   let html = cache.get(source);
   if (html === undefined) {
     html = isPlain(source) ? plain(source) : parse(source);
-    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
-    cache.set(source, html);
+    if (options.cache ?? true) {
+      if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(source, html);
+    }
   }
   return html;
+}
+
+/** How many rendered texts the cache holds (for tests). */
+export function cachedCount(): number {
+  return cache.size;
 }
 
 /** No Markdown syntax, no numbered list, nothing GFM would turn into a link. */

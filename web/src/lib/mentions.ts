@@ -5,7 +5,9 @@
  */
 import type { Agent } from "./types";
 
-const WORD = /[\p{L}\p{N}\p{M}_]/u;
+/** Python's `\w` on str: letters, numbers and the underscore; combining marks are not word
+ * characters there (`@Ann\u0301` mentions Ann), so they are not here. */
+const WORD = /[\p{L}\p{N}_]/u;
 
 export function isWord(ch: string | undefined): boolean {
   return ch !== undefined && WORD.test(ch);

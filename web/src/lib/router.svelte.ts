@@ -28,20 +28,38 @@ export function isAdminRoute(route: Route): boolean {
   return route.name.startsWith("admin");
 }
 
-function match(path: string): Route {
+const NOT_FOUND: Route = { name: "notFound", params: {} };
+
+/** A path segment decoded, or null when its escapes are malformed (`/c/%` is a link someone
+ * may paste; it must land on "Nothing here", not throw and leave a blank page). */
+function decode(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+export function match(path: string): Route {
   const parts = path.split("/").filter(Boolean);
   for (const [name, pattern] of patterns) {
     const want = pattern.split("/").filter(Boolean);
     if (want.length !== parts.length) continue;
     const params: Record<string, string> = {};
     let ok = true;
-    want.forEach((segment, i) => {
-      if (segment.startsWith(":")) params[segment.slice(1)] = decodeURIComponent(parts[i]);
-      else if (segment !== parts[i]) ok = false;
-    });
+    for (const [i, segment] of want.entries()) {
+      if (segment.startsWith(":")) {
+        const value = decode(parts[i]);
+        if (value === null) return { ...NOT_FOUND, params: {} };
+        params[segment.slice(1)] = value;
+      } else if (segment !== parts[i]) {
+        ok = false;
+        break;
+      }
+    }
     if (ok) return { name, params };
   }
-  return { name: "notFound", params: {} };
+  return { ...NOT_FOUND, params: {} };
 }
 
 class Router {
@@ -54,10 +72,10 @@ class Router {
   }
 
   go(path: string, replace = false): void {
-    if (path === location.pathname) return;
+    if (path === location.pathname + location.search + location.hash) return;
     if (replace) history.replaceState(null, "", path);
     else history.pushState(null, "", path);
-    this.route = match(path);
+    this.route = match(location.pathname);
   }
 }
 

@@ -3,13 +3,15 @@
  *
  * The page subscribes to every channel it lists, so counts move live. What was last read is
  * kept per user in localStorage (message ids only, nothing secret); counts at load come from
- * the newest page of each channel, so they stop at one page ("50+").
+ * one request for all channels (`POST /api/channels/unread`), capped at 50 ("50+").
  */
 import { api } from "../api";
 import { socket } from "../socket.svelte";
 import type { Channel, Message } from "../types";
-import { PAGE_SIZE } from "./messages.svelte";
 import { session } from "./session.svelte";
+
+/** Counts stop here ("50+"): a count is a nudge, not a statistic. */
+export const UNREAD_CAP = 50;
 
 function counts(m: Message): boolean {
   return (
@@ -22,8 +24,10 @@ class Channels {
   list = $state<Channel[]>([]);
   loaded = $state(false);
   unread = $state<Record<string, number>>({});
-  /** The channel on screen: its messages are read as they arrive. */
+  /** The channel on screen: its messages are read as they arrive, while the tab is seen. */
   active = $state<string | null>(null);
+  /** Whether the tab is seen: a message arriving in a hidden tab is not read yet. */
+  visible = $state(document.visibilityState === "visible");
   private lastRead: Record<string, string> = {};
 
   constructor() {
@@ -31,15 +35,17 @@ class Channels {
       if (event.type !== "message") return;
       const m = event.data;
       if (!counts(m)) return;
-      if (m.channelId === this.active && document.visibilityState === "visible") {
+      if (m.channelId === this.active && this.visible) {
         this.markRead(m.channelId, m.id);
       } else if (m.id > (this.lastRead[m.channelId] ?? "")) {
         this.unread[m.channelId] = (this.unread[m.channelId] ?? 0) + 1;
       }
     });
     socket.onReconnect(() => void this.load());
+    // The channel view clears the active channel's count (with its newest message) when this
+    // turns true again.
     document.addEventListener("visibilitychange", () => {
-      if (document.visibilityState === "visible" && this.active) this.clear(this.active);
+      this.visible = document.visibilityState === "visible";
     });
   }
 
@@ -65,25 +71,27 @@ class Channels {
     await this.countUnread(list.filter((c) => c.id !== this.active));
   }
 
+  /** One request for every channel's count (`POST /api/channels/unread`), not one each. */
   private async countUnread(list: Channel[]): Promise<void> {
-    const queue = [...list];
-    const worker = async () => {
-      for (let channel = queue.shift(); channel; channel = queue.shift()) {
-        try {
-          const page = await api.messages(channel.id, PAGE_SIZE);
-          const seen = this.lastRead[channel.id];
-          if (seen === undefined) {
-            // First visit from this browser: what is there now counts as read.
-            if (page.length) this.markRead(channel.id, page[page.length - 1].id);
-            continue;
-          }
-          this.unread[channel.id] = page.filter((m) => m.id > seen && counts(m)).length;
-        } catch {
-          // A channel that vanished meanwhile: nothing to count.
-        }
+    if (!list.length) return;
+    const after: Record<string, string | null> = {};
+    for (const channel of list) after[channel.id] = this.lastRead[channel.id] ?? null;
+    let answer: Awaited<ReturnType<typeof api.unread>>;
+    try {
+      answer = await api.unread(after, UNREAD_CAP);
+    } catch {
+      return; // counts stay as they were; the next load or reconnect asks again
+    }
+    for (const [channelId, { count, newestId }] of Object.entries(answer)) {
+      if (this.lastRead[channelId] === undefined) {
+        // First visit from this browser: what is there now counts as read (in an empty
+        // channel, "" is before every id: whatever comes later counts).
+        this.lastRead[channelId] = newestId ?? "";
+        this.saveLastRead();
+        continue;
       }
-    };
-    await Promise.all([worker(), worker(), worker()]);
+      if (channelId !== this.active || !this.visible) this.unread[channelId] = count;
+    }
   }
 
   add(channel: Channel): void {
@@ -96,11 +104,21 @@ class Channels {
   markRead(channelId: string, messageId: string): void {
     if (messageId <= (this.lastRead[channelId] ?? "")) return;
     this.lastRead[channelId] = messageId;
-    localStorage.setItem(this.storageKey(), JSON.stringify(this.lastRead));
+    this.saveLastRead();
   }
 
-  /** The person looks at the channel: everything in it up to `newestId` is read. */
+  private saveLastRead(): void {
+    try {
+      localStorage.setItem(this.storageKey(), JSON.stringify(this.lastRead));
+    } catch {
+      // storage full or disabled: counts still move for this page
+    }
+  }
+
+  /** The person looks at the channel: everything in it up to `newestId` is read. Nothing is
+   * read while the tab is hidden. */
   clear(channelId: string, newestId?: string): void {
+    if (!this.visible) return;
     this.unread[channelId] = 0;
     if (newestId) this.markRead(channelId, newestId);
   }

@@ -1,6 +1,7 @@
 /** What a person has typed in each channel and not sent yet; kept across channel switches and
- * reloads (in localStorage, per user), so text is never lost by moving away or a failed send. */
-import { session } from "./session.svelte";
+ * reloads (in localStorage, per user), so text is never lost by moving away or a failed send.
+ * Logging out removes them from the browser: the next person at it must not read them. */
+import { session, type ResetReason } from "./session.svelte";
 
 class Drafts {
   private texts = $state<Record<string, string>>({});
@@ -37,11 +38,18 @@ class Drafts {
     }
   }
 
-  reset(): void {
+  reset(why: ResetReason): void {
+    if (why === "logout") {
+      try {
+        localStorage.removeItem(this.key());
+      } catch {
+        // storage disabled: there is nothing in it
+      }
+    }
     this.texts = {};
     this.loadedFor = null;
   }
 }
 
 export const drafts = new Drafts();
-session.onReset(() => drafts.reset());
+session.onReset((why) => drafts.reset(why));

@@ -10,6 +10,9 @@
 import { api } from "../api";
 import { socket } from "../socket.svelte";
 import type { Message, ServerEvent, ToolStatus } from "../types";
+import { announcer } from "./announcer.svelte";
+import { channels } from "./channels.svelte";
+import { directory } from "./directory.svelte";
 import { session } from "./session.svelte";
 
 export const PAGE_SIZE = 50;
@@ -67,7 +70,7 @@ function reactive(item: Item): Item {
 }
 
 /** Binary search: the index of the first item whose id is not less than `id`. */
-function lowerBound(items: { id: string }[], id: string): number {
+export function lowerBound(items: { id: string }[], id: string): number {
   let lo = 0;
   let hi = items.length;
   while (lo < hi) {
@@ -132,12 +135,13 @@ export class Timeline {
     if (this.loaded) void this.catchUp();
   }
 
-  async loadOlder(): Promise<void> {
+  /** The page before the oldest loaded: `limit` up to 200, larger ahead of a fast scroll. */
+  async loadOlder(limit = PAGE_SIZE): Promise<void> {
     if (this.loadingOlder || !this.hasOlder || this.oldestId === null) return;
     this.loadingOlder = true;
     try {
-      const page = await api.messages(this.channelId, PAGE_SIZE, this.oldestId);
-      this.hasOlder = page.length === PAGE_SIZE;
+      const page = await api.messages(this.channelId, limit, this.oldestId);
+      this.hasOlder = page.length === limit;
       this.merge(page);
     } catch (error) {
       this.error = (error as Error).message;
@@ -163,6 +167,23 @@ export class Timeline {
     for (const item of this.items) {
       if (item.streaming && fetched.some((m) => m.id === item.id)) item.streaming = false;
     }
+  }
+
+  /** The person's own message, on screen as soon as the server accepted it (optimistic: its
+   * broadcast settles into the same row, by id). */
+  addSent(id: string, content: string, type: string, metadata: Record<string, unknown>): void {
+    this.merge([
+      {
+        id,
+        channelId: this.channelId,
+        agentId: null,
+        userId: session.user?.id ?? null,
+        content,
+        type: type as Message["type"],
+        metadata,
+        createdAt: new Date().toISOString(),
+      },
+    ]);
   }
 
   /** Put stored messages in place: new ones inserted in order, known ones replaced. */
@@ -351,11 +372,23 @@ class Timelines {
         for (const timeline of this.byChannel.values()) {
           if (timeline.find(event.data.messageId)) {
             timeline.handle(event);
+            if (event.type === "stream_end") this.ended(timeline, event.data.messageId);
             break;
           }
         }
       }
     });
+  }
+
+  /** A reply in the channel on screen ended: the status region says so, once. */
+  private ended(timeline: Timeline, messageId: string): void {
+    if (timeline.channelId !== channels.active) return;
+    const item = timeline.find(messageId);
+    if (!item) return;
+    const name = (item.agentId && directory.agents[item.agentId]?.name) || "An agent";
+    if (item.error) announcer.say(`${name}'s reply failed: ${item.error}`);
+    else if (item.cancelled) announcer.say(`${name}'s reply was stopped`);
+    else announcer.say(`${name} replied`);
   }
 
   get(channelId: string): Timeline {

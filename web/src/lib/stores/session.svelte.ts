@@ -4,20 +4,24 @@ import { socket } from "../socket.svelte";
 import type { User } from "../types";
 
 type Phase = "checking" | "anonymous" | "ready";
+/** A logout forgets everything the person left on this browser; an ended session keeps what
+ * they would lose by logging in again (drafts), since the same person is likely back. */
+export type ResetReason = "logout" | "expired";
 
 class Session {
   phase = $state<Phase>("checking");
   user = $state<User | null>(null);
   /** Why the page went back to the login screen, when it was not the person's choice. */
   notice = $state<string | null>(null);
-  private resetters: (() => void)[] = [];
+  private resetters: ((why: ResetReason) => void)[] = [];
+  private leaving = false;
 
   get isOwner(): boolean {
     return this.user?.role === "owner";
   }
 
   /** Stores register how to forget what they hold, so a logout leaves nothing behind. */
-  onReset(reset: () => void): void {
+  onReset(reset: (why: ResetReason) => void): void {
     this.resetters.push(reset);
   }
 
@@ -41,23 +45,28 @@ class Session {
   }
 
   async logout(): Promise<void> {
+    // The server closes this session's sockets (4401) as it answers: that is the logout
+    // itself, not a session ending under us, and must not forget the page first.
+    this.leaving = true;
     try {
       await api.logout();
     } catch {
       // Already logged out on the server: forgetting here is all that is left to do.
+    } finally {
+      this.leaving = false;
     }
-    this.forget(null);
+    this.forget(null, "logout");
   }
 
   /** The session ended under us (expired, revoked, a new OWNER_KEY). */
   expired(): void {
-    if (this.phase !== "ready") return;
-    this.forget("Your session has ended; log in again.");
+    if (this.phase !== "ready" || this.leaving) return;
+    this.forget("Your session has ended; log in again.", "expired");
   }
 
-  private forget(notice: string | null): void {
+  private forget(notice: string | null, why: ResetReason): void {
     socket.stop();
-    for (const reset of this.resetters) reset();
+    for (const reset of this.resetters) reset(why);
     this.user = null;
     this.notice = notice;
     this.phase = "anonymous";

@@ -1,0 +1,51 @@
+import { describe, expect, it, vi } from "vitest";
+
+let deliver: (event: unknown) => void = () => {};
+vi.mock("../socket.svelte", () => ({
+  socket: {
+    on: (listener: (event: unknown) => void) => {
+      deliver = listener;
+      return () => (deliver = () => {});
+    },
+    onReconnect: () => () => {},
+  },
+}));
+
+let finish: (answer: unknown) => void = () => {};
+vi.mock("../api", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../api")>();
+  return {
+    ...real,
+    uploadDocument: vi.fn((_file: File, _agent: string, progress: (p: number) => void) => {
+      progress(0.4);
+      return { promise: new Promise((resolve) => (finish = resolve)), abort: vi.fn() };
+    }),
+  };
+});
+
+const { api } = await import("../api");
+const { knowledgeOf } = await import("./knowledge.svelte");
+
+const doc = (status: string) => ({ id: "doc_1", status, error: null, progress: { done: 0, total: 0 } });
+
+describe("knowledge store", () => {
+  it("follows an upload through its upload and its embedding, from the events it owns", async () => {
+    vi.spyOn(api, "documents").mockResolvedValue([]);
+    const kb = knowledgeOf("agent_1");
+    const stop = kb.follow();
+    kb.upload([new File(["# hi"], "notes.md")]);
+    expect(kb.uploads[0]).toMatchObject({ phase: "uploading", fraction: 0.4 });
+    finish({ document: doc("indexing"), duplicate: false });
+    await vi.waitFor(() => expect(kb.uploads[0].phase).toBe("indexing"));
+    deliver({ type: "ingest_progress", data: { agentId: "agent_1", documentId: "doc_1", done: 2, total: 4, status: "indexing" } });
+    expect(kb.uploads[0].fraction).toBe(0.5);
+    deliver({ type: "ingest_progress", data: { agentId: "agent_2", documentId: "doc_1", done: 4, total: 4, status: "ready" } });
+    expect(kb.uploads[0].phase).toBe("indexing");
+    deliver({ type: "ingest_progress", data: { agentId: "agent_1", documentId: "doc_1", done: 4, total: 4, status: "ready" } });
+    expect(kb.uploads[0]).toMatchObject({ phase: "ready", fraction: 1 });
+    deliver({ type: "reindex_progress", data: { agentId: "agent_1", done: 3, total: 3 } });
+    expect(kb.reindex).toEqual({ done: 3, total: 3 });
+    stop();
+    expect(knowledgeOf("agent_1")).toBe(kb);
+  });
+});
