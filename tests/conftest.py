@@ -34,6 +34,11 @@ def pytest_report_header() -> str:
     return f"cpu: {instruction_sets()}"
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The same at the end, where `-q` (CI's run) shows it too."""
+    terminalreporter.write_line(f"int8 tests ran on cpu: {instruction_sets()}")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
     now, in a thread, it overlaps the tests that run before it."""
