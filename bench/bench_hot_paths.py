@@ -9,7 +9,8 @@ medians and the ratio Palaver / bare.
 - history: `GET /api/messages?limit=50` against a same-size JSON page.
 - sockets: open + auth + subscribe per second against a bare accept + auth + subscribe, and a
   storm of reconnects all at once.
-- fan-out: posts delivered to 1,000 subscribed sockets, events/s and latency.
+- fan-out: posts, edits and reactions delivered to 1,000 subscribed sockets, events/s and
+  latency (the bare app broadcasts the same event for all three).
 - idle sockets: resident memory per authenticated, subscribed socket.
 
     python -m bench.bench_hot_paths            # the full run (quiet machine: ~15 minutes)
@@ -353,26 +354,51 @@ async def storm(target: Target, count: int) -> dict[str, Any]:
     return {"sockets": count, "all_back_s": seconds}
 
 
-async def fanout(target: Target, subscribers: int, posts: int) -> dict[str, Any]:
-    """Posts sent one after another, each delivered to every subscriber: events/s, latency."""
-    return await fanout_across([target], subscribers, posts)
+FANOUT_KINDS = ("post", "edit", "reaction")
+"""What a fan-out sends: new messages, edits of one message, or a reaction added and removed
+in turn. The bare app has one broadcast for all three: the baseline is the same event."""
 
 
-async def fanout_across(targets: Sequence[Target], subscribers: int, posts: int) -> dict[str, Any]:
+async def fanout(
+    target: Target, subscribers: int, posts: int, kind: str = "post"
+) -> dict[str, Any]:
+    """Changes sent one after another, each delivered to every subscriber: events/s, latency."""
+    return await fanout_across([target], subscribers, posts, kind)
+
+
+async def fanout_across(
+    targets: Sequence[Target], subscribers: int, posts: int, kind: str = "post"
+) -> dict[str, Any]:
     """`fanout` over several nodes of one cluster: the subscribers split evenly between them,
-    the posts sent through each in turn."""
-    sent: dict[str, float] = {}
+    the changes sent through each in turn."""
+    sent: list[float] = []
     latencies: list[float] = []
     expected = subscribers * posts
     finished = asyncio.Event()
+    palaver = targets[0].name != "bare"
+    event_types = {
+        "post": {"message"},
+        "edit": {"message_updated"} if palaver else {"message"},
+        "reaction": {"reaction_added", "reaction_removed"} if palaver else {"message"},
+    }[kind]
+    prefix = f"fan-out {time.monotonic_ns()} "
+
+    def index_of(event: dict[str, Any], seen: int) -> int | None:
+        if event.get("type") not in event_types:
+            return None
+        if event["type"].startswith("reaction_"):
+            return seen  # a socket hears the reactions in the order they were made
+        content = event["data"].get("content", "")
+        return int(content[len(prefix) :]) if content.startswith(prefix) else None
 
     async def reader(ws: ClientConnection) -> None:
+        seen = 0
         async for raw in ws:
-            event = json.loads(raw)
-            if event.get("type") != "message" or event["data"]["content"] not in sent:
-                continue  # not one of these posts: a post of an earlier measure
-            tag = event["data"]["content"]
-            latencies.append(time.perf_counter() - sent[tag])
+            index = index_of(json.loads(raw), seen)
+            if index is None:
+                continue  # not one of these changes: an event of an earlier measure
+            seen += 1
+            latencies.append(time.perf_counter() - sent[index])
             if len(latencies) == expected:
                 finished.set()
                 return
@@ -386,13 +412,27 @@ async def fanout_across(targets: Sequence[Target], subscribers: int, posts: int)
         target = targets[0]
         headers = {"Cookie": f"session={target.cookie}"}
         async with httpx.AsyncClient(headers=headers) as http:
+            edited = ""
+            if palaver and kind != "post":
+                first = {"channelId": target.channel_id, "content": "to be changed"}
+                made = await http.post(f"{target.base}{target.publish_path}", json=first)
+                edited = made.raise_for_status().json()["id"]
             start = time.perf_counter()
             for i in range(posts):
-                tag = f"fan-out {i}"
-                sent[tag] = time.perf_counter()
-                body = {"channelId": target.channel_id, "content": tag}
                 via = targets[i % len(targets)]
-                (await http.post(f"{via.base}{via.publish_path}", json=body)).raise_for_status()
+                sent.append(time.perf_counter())
+                body = {"channelId": target.channel_id, "content": f"{prefix}{i}"}
+                if not palaver or kind == "post":
+                    answer = await http.post(f"{via.base}{via.publish_path}", json=body)
+                elif kind == "edit":
+                    path = f"{via.base}/api/messages/{edited}"
+                    answer = await http.patch(path, json={"content": body["content"]})
+                elif i % 2 == 0:
+                    path = f"{via.base}/api/messages/{edited}/reactions"
+                    answer = await http.post(path, json={"emoji": "👍"})
+                else:
+                    answer = await http.delete(f"{via.base}/api/messages/{edited}/reactions/👍")
+                answer.raise_for_status()
             await asyncio.wait_for(finished.wait(), 120)
             seconds = time.perf_counter() - start
         for task in readers:
@@ -442,6 +482,8 @@ def measures(plan: Plan) -> dict[str, Measure]:
         "socket_opens": lambda t: socket_opens(t, plan.socket_opens),
         "reconnect_storm": lambda t: storm(t, plan.storm),
         "fanout": lambda t: fanout(t, plan.subscribers, plan.fanout_posts),
+        "fanout_edits": lambda t: fanout(t, plan.subscribers, plan.fanout_posts, "edit"),
+        "fanout_reactions": lambda t: fanout(t, plan.subscribers, plan.fanout_posts, "reaction"),
         "idle_sockets": lambda t: idle_memory(t, plan.idle_sockets),
     }
 
@@ -457,6 +499,8 @@ RATIOS = {
     "socket_opens": ("opens_per_s", "higher"),
     "reconnect_storm": ("all_back_s", "lower"),
     "fanout": ("events_per_s", "higher"),
+    "fanout_edits": ("events_per_s", "higher"),
+    "fanout_reactions": ("events_per_s", "higher"),
     "idle_sockets": ("kib_per_socket", "lower"),
 }
 
