@@ -41,7 +41,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
-    now, in a thread, it overlaps the tests that run before it."""
+    now, in a thread, it overlaps the tests that run before it. Not under pytest-xdist: every
+    worker collects every test, and only one runs it (which starts the install then)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if any(item.nodeid.startswith("tests/test_deploy_install.py") for item in session.items):
         from tests.test_deploy_install import INSTALL
 
