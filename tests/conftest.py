@@ -39,6 +39,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(f"int8 tests ran on cpu: {instruction_sets()}")
 
 
+def pytest_make_parametrize_id(val: object, argname: str) -> str | None:
+    """Bytes go by their parameter's name: a generated PDF differs at every collection (its
+    date, its encryption), and pytest-xdist's workers must collect the same test ids."""
+    return argname if isinstance(val, bytes) else None
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
     now, in a thread, it overlaps the tests that run before it. Not under pytest-xdist: every
