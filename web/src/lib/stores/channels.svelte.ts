@@ -13,10 +13,12 @@ import { session } from "./session.svelte";
 /** Counts stop here ("50+"): a count is a nudge, not a statistic. */
 export const UNREAD_CAP = 50;
 
+/** Thread replies are left out, as on the server (they are read in their thread). */
 function counts(m: Message): boolean {
   return (
     (m.type === "text" || m.type === "image" || m.type === "file") &&
-    m.userId !== session.user?.id
+    m.userId !== session.user?.id &&
+    !m.threadId
   );
 }
 
