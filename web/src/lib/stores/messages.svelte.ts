@@ -455,8 +455,9 @@ export class Timeline {
 class Timelines {
   private byChannel = new Map<string, Timeline>();
   private byThread = new Map<string, Timeline>();
-  /** The message whose inline editor is open, if any: one at a time on the page. */
-  editing = $state<string | null>(null);
+  /** The inline editor open, if any: one at a time on the page. `scope` is where (the
+   * channel's list, or a thread's: a root shows in both). */
+  editing = $state<{ id: string; scope: string } | null>(null);
 
   constructor() {
     socket.on((event) => this.route(event));
@@ -491,7 +492,7 @@ class Timelines {
       case "message_updated":
       case "message_deleted":
         for (const timeline of this.of(event.data.channelId)) timeline.handle(event);
-        if (event.type === "message_deleted" && this.editing === event.data.id) this.editing = null;
+        if (event.type === "message_deleted" && this.editing?.id === event.data.id) this.editing = null;
         return;
       case "reaction_added":
       case "reaction_removed":
