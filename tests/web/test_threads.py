@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import stall, text, tool_call, tool_calls
-from tests.support import Api, Server, post, unique
+from tests.support import Api, Guest, Server, post, unique
 from tests.web.conftest import (
     DESKTOP,
     PHONE,
@@ -179,12 +179,16 @@ def test_a_thread_with_reactions_and_an_edit_has_no_serious_violation(
     size: str,
 ) -> None:
     planner = agent(web_owner, name=unique("Planner"), avatar="🗺️", tools=["web_search"])
-    room = channel(web_owner, [planner], name=unique("offsite-"))
+    guest = Guest(web_server, web_owner, name="Mina")
+    room = channel(web_owner, [planner], name=unique("offsite-"), memberIds=[guest.id])
     post(web_owner, room["id"], "Morning all. Kicking off the offsite planning today.")
     root = post(web_owner, room["id"], "Where should the offsite be? Budget is modest.")
     web_owner.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "👀"})
-    web_owner.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "🎉"})
+    guest.api.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "👀"})
+    guest.api.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "🎉"})
     web_owner.ok("POST", f"/api/messages/{root}/reactions", json={"emoji": "👍"})
+    post(guest.api, room["id"], "Somewhere reachable by train, please", threadId=root)
+    guest.close()
     edited = post(web_owner, room["id"], "I can book the train for Thursday", threadId=root)
     web_owner.ok(
         "PATCH", f"/api/messages/{edited}", json={"content": "I can book the train for Friday"}
@@ -209,13 +213,20 @@ def test_a_thread_with_reactions_and_an_edit_has_no_serious_violation(
     reply = in_thread(page, "Lisbon fits")
     expect(reply).to_have_attribute("aria-busy", "true")
     expect(reply.get_by_test_id("tool-card")).to_contain_text("completed")
+    chips = in_thread(page, "Where should the offsite be?").get_by_role("list", name="Reactions")
+    expect(chips.get_by_role("button", name="👀 2: you, Mina")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    expect(chips.get_by_role("button", name="🎉 1: Mina")).to_have_attribute(
+        "aria-pressed", "false"
+    )
     if size == "phone":
         # The thread is the whole view: the channel's list is out of the way.
         expect(page.get_by_test_id("message-list")).to_be_hidden()
     else:
         expect(
             in_channel(page, "Where should the offsite be?").get_by_test_id("thread-summary")
-        ).to_contain_text("2 replies")
+        ).to_contain_text("3 replies")
     in_thread(page, "Friday").hover()
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
@@ -229,7 +240,7 @@ def test_a_thread_with_reactions_and_an_edit_has_no_serious_violation(
         expect(page.get_by_test_id("message-list")).to_be_visible()
     expect(
         in_channel(page, "Where should the offsite be?").get_by_test_id("thread-summary")
-    ).to_contain_text("3 replies")
+    ).to_contain_text("4 replies")
     in_channel(page, "Where should the offsite be?").focus()
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
