@@ -111,6 +111,34 @@ def test_an_agent_answers_in_the_thread_while_the_channel_shows_the_reply_count(
     editor.press("Escape")
 
 
+def test_a_chain_started_in_a_thread_runs_and_shows_in_the_thread(
+    browse: Browse, web_server: Server, web_owner: Api, fake_model: FakeOpenAI
+) -> None:
+    first = agent(web_owner, name=unique("Ada"), avatar="🧮")
+    second = agent(web_owner, name=unique("Bea"), avatar="🐝")
+    room = channel(web_owner, [first, second])
+    root = post(web_owner, room["id"], "a plan to review")
+    fake_model.enqueue(stall(text("step one", " done"), after=1), text("step two done"))
+    page = browse.page()
+    open_channel(page, web_server, room["id"])
+    page.goto(f"/c/{room['id']}/t/{root}")
+    box = page.get_by_role("textbox", name="Reply in thread")
+    box.fill(f"@{first['name']} @{second['name']} review it together")
+    box.press("Enter")
+    panel = page.get_by_test_id("thread-panel")
+    strip = panel.get_by_test_id("chain-strip")
+    expect(strip).to_contain_text("Step 1 of 2")
+    expect(in_thread(page, "step one")).to_have_attribute("aria-busy", "true")
+    fake_model.release()
+    expect(in_thread(page, "step two done")).to_have_attribute("aria-busy", "false")
+    expect(in_thread(page, "step one done")).to_have_count(1)
+    expect(page.get_by_test_id("chain-strip")).to_have_count(1)
+    expect(page.get_by_test_id("message-list").locator("article")).to_have_count(1)
+    expect(in_channel(page, "a plan to review").get_by_test_id("thread-summary")).to_contain_text(
+        "3 replies"
+    )
+
+
 def test_an_open_thread_survives_a_reconnect_with_no_gap_and_no_duplicate(
     browse: Browse, fresh_server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:

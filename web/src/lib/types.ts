@@ -169,6 +169,8 @@ export interface ChainStep {
 export interface Chain {
   id: string;
   channelId: string;
+  /** The message that started it: a thread reply for a chain that runs in a thread. */
+  triggerMessageId?: string;
   status: ChainStatus;
   reason: string | null;
   requested: string | null;
