@@ -6,12 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text
 from tests.support import Api, Guest, Server, post, unique
-from tests.web.conftest import Browse, agent, channel, open_channel
+from tests.web.conftest import PHONE, Browse, agent, channel, open_channel
+
+AXE = Axe()
+
+
+def serious(page: Any) -> list[str]:
+    found = AXE.run(page).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 def row(page: Any, words: str) -> Any:
@@ -217,3 +229,47 @@ def test_a_guest_edits_deletes_and_reacts_its_own_and_no_more(
         ).to_be_visible()
         expect(page.get_by_text("owner-only words")).to_have_count(0)
         expect(page.get_by_test_id("thread-panel")).to_have_count(0)
+
+
+def test_on_a_phone_a_long_press_shows_the_actions_and_dialogs_pass_axe(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    room = channel(web_owner, [])
+    mine = post(web_owner, room["id"], "press and hold me")
+    web_owner.ok("PATCH", f"/api/messages/{mine}", json={"content": "press and hold me, edited"})
+    page = browse.page()
+    open_channel(page, web_server, room["id"])
+    page.set_viewport_size(PHONE)
+    message = row(page, "press and hold me")
+    actions = message.get_by_role("group", name="Message actions")
+    expect(actions).to_have_css("opacity", "0")
+    message.dispatch_event("pointerdown", {"pointerType": "touch", "isPrimary": True})
+    page.wait_for_timeout(700)
+    expect(actions).to_have_css("opacity", "1")
+    actions.get_by_role("button", name="Add a reaction").click()
+    picker = page.get_by_role("dialog", name="Add a reaction")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert serious(page) == [], scheme
+    picker.get_by_role("button", name="React with 🚀").click()
+    expect(message.get_by_role("button", name="🚀 1: you")).to_be_visible()
+    # A touch elsewhere hides the actions again (once focus, back on the button the picker
+    # was opened from, and the pointer have left the message too).
+    box = page.get_by_role("textbox", name="Message")
+    box.dispatch_event("pointerdown", {"pointerType": "touch", "isPrimary": True})
+    box.focus()
+    page.mouse.move(5, 735)
+    expect(actions).to_have_css("opacity", "0")
+
+    message.get_by_role("button", name="(edited)").click()
+    versions = page.get_by_role("dialog", name="Versions of this message")
+    expect(versions).to_contain_text("As posted")
+    assert serious(page) == []
+    versions.get_by_role("button", name="Close").click()
+    # By keyboard, in reading order: the marker, the chip, then each action.
+    message.focus()
+    for name in ("(edited)", "🚀 1: you", "Add a reaction", "Reply in thread", "Edit", "Delete"):
+        page.keyboard.press("Tab")
+        expect(message.get_by_role("button", name=name, exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    assert serious(page) == []
