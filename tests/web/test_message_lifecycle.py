@@ -222,6 +222,23 @@ def test_a_guest_edits_deletes_and_reacts_its_own_and_no_more(
         ).click()
         expect(row(owners, "a guest's fix")).to_have_count(0)
 
+        # In a thread of the owner's message: the guest replies, and fixes its reply there.
+        action(page, "the owner's message", "Reply in thread")
+        box = page.get_by_role("textbox", name="Reply in thread")
+        box.fill("a guest's thread reply")
+        box.press("Enter")
+        thread = page.get_by_test_id("thread-list")
+        expect(thread.locator("article", has_text="a guest's thread reply")).to_have_count(1)
+        box.press("ArrowUp")
+        page.get_by_role("textbox", name="Edit message").fill("a guest's better reply")
+        page.keyboard.press("Enter")
+        expect(thread.locator("article", has_text="a guest's better reply")).to_contain_text(
+            "(edited)"
+        )
+        summary = row(owners, "the owner's message").get_by_test_id("thread-summary")
+        expect(summary).to_contain_text("1 reply")
+        expect(row(owners, "a guest's better reply")).to_have_count(0)
+
         # Another channel's thread is not the guest's to open, by address either.
         page.goto(f"/c/{hidden['id']}/t/{secret}")
         expect(

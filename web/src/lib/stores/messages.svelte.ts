@@ -192,10 +192,14 @@ export class Timeline {
       if (complete || known === null || page[0].id <= known) break;
       before = page[0].id;
     }
-    // What was deleted while the socket was down: known rows in the range fetched, now absent.
+    // What was deleted while the socket was down: known rows in the range fetched, now absent
+    // (not newer ones: a message that came by the socket while the pages were on their way).
     const from = complete ? "" : (fetched[0]?.id ?? "\uffff");
+    const to = fetched[fetched.length - 1]?.id ?? "";
     const present = new Set(fetched.map((m) => m.id));
-    const gone = this.items.filter((i) => i.id >= from && !i.streaming && !present.has(i.id));
+    const gone = this.items.filter(
+      (i) => i.id >= from && i.id <= to && !i.streaming && !present.has(i.id),
+    );
     for (const item of gone) this.remove(item.id);
     this.merge(fetched);
     // Replies the page was following that ended while the socket was down are stored now.

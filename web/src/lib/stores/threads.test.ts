@@ -100,6 +100,19 @@ describe("Timeline updates and deletes", () => {
     expect(ids(t)).toEqual(["m1", "m3", "m4"]);
     spy.mockRestore();
   });
+
+  it("keeps what the socket brought while the catch-up's pages were on their way", async () => {
+    const t = new Timeline("ch_t");
+    t.merge([msg("m1"), msg("m2")]);
+    (t as unknown as { loaded: boolean }).loaded = true;
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      t.merge([msg("m9")]);
+      return [msg("m1"), msg("m2")];
+    });
+    await t.catchUp();
+    expect(ids(t)).toEqual(["m1", "m2", "m9"]);
+    vi.restoreAllMocks();
+  });
 });
 
 describe("thread routing", () => {
