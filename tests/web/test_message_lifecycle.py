@@ -66,6 +66,7 @@ def test_up_arrow_edits_the_last_message_and_another_browser_sees_edited(
     editor.fill("hello world")
     editor.press("Enter")
     expect(editor).to_have_count(0)
+    expect(writer.get_by_role("textbox", name="Message")).to_be_focused()  # back where it was
     expect(row(writer, "hello world")).to_contain_text("(edited)")
 
     edited = row(reader, "hello world")
@@ -290,3 +291,25 @@ def test_on_a_phone_a_long_press_shows_the_actions_and_dialogs_pass_axe(
         expect(message.get_by_role("button", name=name, exact=True)).to_be_focused()
     page.keyboard.press("Enter")
     assert serious(page) == []
+
+
+def test_up_arrow_reaches_the_last_message_even_when_it_is_scrolled_far_away(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    with Guest(web_server, web_owner) as guest:
+        room = channel(web_owner, [], memberIds=[guest.id])
+        post(web_owner, room["id"], "my message far back")
+        for i in range(80):
+            post(guest.api, room["id"], f"chatter {i}\n\nwith a second paragraph")
+        page = browse.page()
+        open_channel(page, web_server, room["id"])
+        expect(row(page, "chatter 79")).to_be_visible()
+        expect(row(page, "my message far back")).to_have_count(0)  # not rendered
+        page.get_by_role("textbox", name="Message").press("ArrowUp")
+        editor = page.get_by_role("textbox", name="Edit message")
+        expect(editor).to_be_focused()
+        expect(editor).to_have_value("my message far back")
+        expect(editor).to_be_in_viewport()
+        editor.fill("my message far back, fixed")
+        editor.press("Enter")
+        expect(row(page, "my message far back, fixed")).to_contain_text("(edited)")

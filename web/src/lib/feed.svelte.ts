@@ -256,24 +256,28 @@ export class Feed {
     }
   }
 
-  /** The rows to render, and the gaps between them: the focused row stays, wherever it is. */
-  segments(list: Item[]): Segment[] {
+  /** The rows to render, and the gaps between them: the focused row stays, wherever it is,
+   * and so does the row being edited (`editingId`: its editor takes focus, which scrolls it
+   * into view, even when the up-arrow opened it on a row scrolled away). */
+  segments(list: Item[], editingId: string | null = null): Segment[] {
     const { start, end } = this.range;
     const out: Segment[] = [];
-    let pinned = -1;
-    if (this.focusedId !== null) {
-      const i = lowerBound(list, this.focusedId);
-      if (list[i]?.id === this.focusedId && (i < start || i >= end)) pinned = i;
+    const pinned: number[] = [];
+    for (const id of new Set([this.focusedId, editingId])) {
+      if (id === null) continue;
+      const i = lowerBound(list, id);
+      if (list[i]?.id === id && (i < start || i >= end)) pinned.push(i);
     }
+    pinned.sort((a, b) => a - b);
     let from = 0;
     const row = (index: number) => {
       if (index > from) out.push({ key: `gap:${out.length}`, from, to: index });
       out.push({ key: list[index].id, item: list[index], index });
       from = index + 1;
     };
-    if (pinned !== -1 && pinned < start) row(pinned);
+    for (const i of pinned) if (i < start) row(i);
     for (let i = start; i < Math.min(end, list.length); i++) row(i);
-    if (pinned !== -1 && pinned >= end) row(pinned);
+    for (const i of pinned) if (i >= end) row(i);
     out.push({ key: "gap:end", from, to: list.length });
     return out;
   }
