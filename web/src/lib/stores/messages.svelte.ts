@@ -99,7 +99,7 @@ export function lowerBound(items: { id: string }[], id: string): number {
 export class Timeline {
   readonly channelId: string;
   readonly threadId: string | null;
-  items = $state.raw<Item[]>([]);
+  #items = $state.raw<Item[]>([]);
   loaded = $state(false);
   loadingOlder = $state(false);
   hasOlder = $state(true);
@@ -118,6 +118,17 @@ export class Timeline {
   constructor(channelId: string, threadId: string | null = null) {
     this.channelId = channelId;
     this.threadId = threadId;
+  }
+
+  get items(): Item[] {
+    return this.#items;
+  }
+
+  /** Replaced on every change: a channel's list tells the channels store its newest message
+   * (the channel on screen is read up to it). */
+  set items(list: Item[]) {
+    this.#items = list;
+    if (this.threadId === null) channels.seen(this.channelId, list[list.length - 1]?.id);
   }
 
   /** Whether a message belongs here: a thread's root and replies, or the channel's others. */
