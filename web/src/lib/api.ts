@@ -12,6 +12,7 @@ import type {
   MemoryType,
   MemoryVersion,
   Message,
+  MessageVersion,
   Model,
   Passage,
   ToolInfo,
@@ -214,14 +215,20 @@ export const api = {
         { method: "POST", body: { after, limit } },
       )
     ).channels,
-  messages: async (channelId: string, limit: number, before?: string) =>
+  messages: async (channelId: string, limit: number, before?: string, threadId?: string) =>
     (
       await request<{ messages: Message[] }>("/api/messages", {
-        query: { channelId, limit, before },
+        query: { channelId, limit, before, threadId },
       })
     ).messages,
   post: (
-    body: { channelId: string; content: string; type: string; metadata?: object },
+    body: {
+      channelId: string;
+      content: string;
+      type: string;
+      metadata?: object;
+      threadId?: string;
+    },
     idempotencyKey: string,
   ) =>
     request<{ id: string; ok: boolean }>("/api/messages", {
@@ -229,6 +236,31 @@ export const api = {
       body,
       headers: { "idempotency-key": idempotencyKey },
     }),
+  editMessage: async (id: string, content: string) =>
+    (
+      await request<{ message: Message }>(`/api/messages/${encodeURIComponent(id)}`, {
+        method: "PATCH",
+        body: { content },
+      })
+    ).message,
+  deleteMessage: (id: string) =>
+    request<{ ok: boolean }>(`/api/messages/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  versions: async (id: string) =>
+    (
+      await request<{ versions: MessageVersion[] }>(
+        `/api/messages/${encodeURIComponent(id)}/versions`,
+      )
+    ).versions,
+  react: (id: string, emoji: string) =>
+    request<{ ok: boolean }>(`/api/messages/${encodeURIComponent(id)}/reactions`, {
+      method: "POST",
+      body: { emoji },
+    }),
+  unreact: (id: string, emoji: string) =>
+    request<{ ok: boolean }>(
+      `/api/messages/${encodeURIComponent(id)}/reactions/${encodeURIComponent(emoji)}`,
+      { method: "DELETE" },
+    ),
   cancelReply: (messageId: string) =>
     request<{ ok: boolean }>(`/api/messages/${encodeURIComponent(messageId)}/cancel`, {
       method: "POST",

@@ -12,6 +12,7 @@ export interface Route {
 const patterns: [string, string][] = [
   ["login", "/login"],
   ["channel", "/c/:channelId"],
+  ["thread", "/c/:channelId/t/:threadId"],
   ["home", "/"],
   ["adminAgents", "/admin/agents"],
   ["adminAgentNew", "/admin/agents/new"],
@@ -88,4 +89,8 @@ export function agentPath(agentId: string, part: "" | "knowledge" | "memories" =
 
 export function channelPath(channelId: string): string {
   return `/c/${encodeURIComponent(channelId)}`;
+}
+
+export function threadPath(channelId: string, threadId: string): string {
+  return `${channelPath(channelId)}/t/${encodeURIComponent(threadId)}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { channelPath, match } from "./router.svelte";
+import { channelPath, match, threadPath } from "./router.svelte";
 
 describe("router", () => {
   it("matches routes and decodes their parameters", () => {
@@ -8,6 +8,13 @@ describe("router", () => {
     expect(match("/admin/agents/new")).toEqual({ name: "adminAgentNew", params: {} });
     expect(match("/admin/agents/agent_1/memories").name).toBe("adminMemories");
     expect(match("/")).toEqual({ name: "home", params: {} });
+  });
+
+  it("matches a thread under its channel", () => {
+    expect(match(threadPath("ch_1", "msg_2"))).toEqual({
+      name: "thread",
+      params: { channelId: "ch_1", threadId: "msg_2" },
+    });
   });
 
   it.each(["/c/%", "/c/%E0%A4%A", "/c/%zz", "/admin/agents/%/knowledge", "/c/%C0%AF"])(

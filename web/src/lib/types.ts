@@ -123,6 +123,37 @@ export interface Message {
   type: MessageType;
   metadata: Record<string, unknown>;
   createdAt: string;
+  /** The thread's root, for a reply in a thread (issue 22). */
+  threadId?: string | null;
+  editedAt?: string | null;
+  /** A thread root deleted while it has replies: a tombstone. */
+  deleted?: boolean;
+  reactions?: Reaction[];
+  thread?: ThreadSummary | null;
+}
+
+export interface Reaction {
+  emoji: string;
+  count: number;
+  userIds: string[];
+}
+
+export interface ThreadSummary {
+  replyCount: number;
+  lastReplyAt: string;
+  participantIds: string[];
+}
+
+export interface MessageVersion {
+  content: string;
+  editedAt: string | null;
+}
+
+export interface ReactionEvent {
+  messageId: string;
+  channelId: string;
+  emoji: string;
+  userId: string;
 }
 
 export type ChainStatus = "running" | "paused" | "completed" | "error";
@@ -138,6 +169,8 @@ export interface ChainStep {
 export interface Chain {
   id: string;
   channelId: string;
+  /** The message that started it: a thread reply for a chain that runs in a thread. */
+  triggerMessageId?: string;
   status: ChainStatus;
   reason: string | null;
   requested: string | null;
@@ -165,7 +198,14 @@ export type ServerEvent =
   | { type: "subscribed"; data: { channelId: string } }
   | { type: "unsubscribed"; data: { channelId: string } }
   | { type: "message"; data: Message }
-  | { type: "stream_start"; data: { messageId: string; channelId: string; agentId: string } }
+  | { type: "message_updated"; data: Message }
+  | { type: "message_deleted"; data: { id: string; channelId: string; threadId: string | null } }
+  | { type: "reaction_added"; data: ReactionEvent }
+  | { type: "reaction_removed"; data: ReactionEvent }
+  | {
+      type: "stream_start";
+      data: { messageId: string; channelId: string; agentId: string; threadId?: string | null };
+    }
   | { type: "stream_chunk"; data: { messageId: string; content: string; seq?: number } }
   | {
       type: "stream_end";

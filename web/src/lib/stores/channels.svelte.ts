@@ -13,10 +13,12 @@ import { session } from "./session.svelte";
 /** Counts stop here ("50+"): a count is a nudge, not a statistic. */
 export const UNREAD_CAP = 50;
 
+/** Thread replies are left out, as on the server (they are read in their thread). */
 function counts(m: Message): boolean {
   return (
     (m.type === "text" || m.type === "image" || m.type === "file") &&
-    m.userId !== session.user?.id
+    m.userId !== session.user?.id &&
+    !m.threadId
   );
 }
 
@@ -25,7 +27,9 @@ class Channels {
   loaded = $state(false);
   unread = $state<Record<string, number>>({});
   /** The channel on screen: its messages are read as they arrive, while the tab is seen. */
-  active = $state<string | null>(null);
+  #active = $state<string | null>(null);
+  /** The newest message of each channel's loaded timeline (what opening it reads up to). */
+  private newest: Record<string, string | undefined> = {};
   /** Whether the tab is seen: a message arriving in a hidden tab is not read yet. */
   visible = $state(document.visibilityState === "visible");
   private lastRead: Record<string, string> = {};
@@ -42,11 +46,27 @@ class Channels {
       }
     });
     socket.onReconnect(() => void this.load());
-    // The channel view clears the active channel's count (with its newest message) when this
-    // turns true again.
+    // The tab seen again: the channel on screen is read, up to its newest message.
     document.addEventListener("visibilitychange", () => {
       this.visible = document.visibilityState === "visible";
+      if (this.#active) this.clear(this.#active, this.newest[this.#active]);
     });
+  }
+
+  get active(): string | null {
+    return this.#active;
+  }
+
+  /** Opening a channel reads it (while the tab is seen). */
+  set active(channelId: string | null) {
+    this.#active = channelId;
+    if (channelId) this.clear(channelId, this.newest[channelId]);
+  }
+
+  /** A channel's timeline changed (its messages store tells): on screen, it is read. */
+  seen(channelId: string, newestId: string | undefined): void {
+    this.newest[channelId] = newestId;
+    if (channelId === this.#active) this.clear(channelId, newestId);
   }
 
   get(id: string): Channel | undefined {
@@ -127,7 +147,8 @@ class Channels {
     this.list = [];
     this.loaded = false;
     this.unread = {};
-    this.active = null;
+    this.#active = null;
+    this.newest = {};
     this.lastRead = {};
   }
 }

@@ -8,6 +8,7 @@ class Directory {
   people = $state<Record<string, User>>({});
   agentsLoaded = $state(false);
   private peopleOf = new Set<string>();
+  private asked = new Set<string>();
 
   agentList(ids?: string[]): Agent[] {
     const all = ids ? ids.map((id) => this.agents[id]).filter(Boolean) : Object.values(this.agents);
@@ -31,6 +32,18 @@ class Directory {
     }
   }
 
+  /** Someone not known yet reacted or replied (a member added since the list was asked
+   * for): ask the channel's people again, once per unknown id. */
+  know(channelId: string, ids: string[]): void {
+    const unknown = ids.filter(
+      (id) => id.startsWith("user_") && !this.people[id] && id !== session.user?.id && !this.asked.has(id),
+    );
+    if (!unknown.length) return;
+    for (const id of unknown) this.asked.add(id);
+    this.peopleOf.delete(channelId);
+    void this.loadPeople(channelId);
+  }
+
   personName(userId: string | null): string {
     if (userId === null) return "Schedule";
     if (userId === session.user?.id) return session.user.name;
@@ -42,6 +55,7 @@ class Directory {
     this.people = {};
     this.agentsLoaded = false;
     this.peopleOf.clear();
+    this.asked.clear();
   }
 }
 

@@ -9,7 +9,8 @@
  */
 import { api } from "../api";
 import { socket } from "../socket.svelte";
-import type { Message, ServerEvent, ToolStatus } from "../types";
+import { applyReaction } from "../reactions";
+import type { Message, Reaction, ServerEvent, ThreadSummary, ToolStatus } from "../types";
 import { announcer } from "./announcer.svelte";
 import { channels } from "./channels.svelte";
 import { directory } from "./directory.svelte";
@@ -36,6 +37,11 @@ export interface Item {
   type: Message["type"];
   metadata: Record<string, unknown>;
   createdAt: string;
+  threadId: string | null;
+  editedAt: string | null;
+  deleted: boolean;
+  reactions: Reaction[];
+  thread: ThreadSummary | null;
   streaming: boolean;
   error: string | null;
   cancelled: boolean;
@@ -51,6 +57,11 @@ function isToolRecord(m: Message): boolean {
 function fields(m: Message): Item {
   return {
     ...m,
+    threadId: m.threadId ?? null,
+    editedAt: m.editedAt ?? null,
+    deleted: m.deleted === true,
+    reactions: m.reactions ?? [],
+    thread: m.thread ?? null,
     streaming: false,
     error: typeof m.metadata.error === "string" ? m.metadata.error : null,
     cancelled: m.metadata.cancelled === true,
@@ -81,9 +92,14 @@ export function lowerBound(items: { id: string }[], id: string): number {
   return lo;
 }
 
+/**
+ * A channel's main timeline (thread replies left out), or with `threadId` one thread: its root
+ * first, then its replies. Both take the same events, paging and catch-up.
+ */
 export class Timeline {
   readonly channelId: string;
-  items = $state.raw<Item[]>([]);
+  readonly threadId: string | null;
+  #items = $state.raw<Item[]>([]);
   loaded = $state(false);
   loadingOlder = $state(false);
   hasOlder = $state(true);
@@ -99,8 +115,31 @@ export class Timeline {
   /** Confirmed subscriptions so far (see `subscribed`). */
   private subscriptions = 0;
 
-  constructor(channelId: string) {
+  constructor(channelId: string, threadId: string | null = null) {
     this.channelId = channelId;
+    this.threadId = threadId;
+  }
+
+  get items(): Item[] {
+    return this.#items;
+  }
+
+  /** Replaced on every change: a channel's list tells the channels store its newest message
+   * (the channel on screen is read up to it). */
+  set items(list: Item[]) {
+    this.#items = list;
+    if (this.threadId === null) channels.seen(this.channelId, list[list.length - 1]?.id);
+  }
+
+  /** Whether a message belongs here: a thread's root and replies, or the channel's others. */
+  holds(m: { id: string; threadId?: string | null }): boolean {
+    if (this.threadId === null) return !m.threadId;
+    return m.id === this.threadId || m.threadId === this.threadId;
+  }
+
+  /** The thread's root, once loaded. */
+  get root(): Item | undefined {
+    return this.threadId === null ? undefined : this.find(this.threadId);
   }
 
   find(id: string): Item | undefined {
@@ -111,7 +150,7 @@ export class Timeline {
   async loadLatest(): Promise<void> {
     const subscriptions = this.subscriptions;
     try {
-      const page = await api.messages(this.channelId, PAGE_SIZE);
+      const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined);
       this.hasOlder = page.length === PAGE_SIZE;
       this.merge(page);
       this.error = null;
@@ -140,7 +179,7 @@ export class Timeline {
     if (this.loadingOlder || !this.hasOlder || this.oldestId === null) return;
     this.loadingOlder = true;
     try {
-      const page = await api.messages(this.channelId, limit, this.oldestId);
+      const page = await api.messages(this.channelId, limit, this.oldestId, this.threadId ?? undefined);
       this.hasOlder = page.length === limit;
       this.merge(page);
     } catch (error) {
@@ -156,12 +195,23 @@ export class Timeline {
     const known = this.newestId;
     const fetched: Message[] = [];
     let before: string | undefined;
+    let complete = false;
     for (let i = 0; i < CATCH_UP_PAGES; i++) {
-      const page = await api.messages(this.channelId, 200, before);
+      const page = await api.messages(this.channelId, 200, before, this.threadId ?? undefined);
       fetched.push(...page);
-      if (page.length < 200 || known === null || page[0].id <= known) break;
+      complete = page.length < 200;
+      if (complete || known === null || page[0].id <= known) break;
       before = page[0].id;
     }
+    // What was deleted while the socket was down: known rows in the range fetched, now absent
+    // (not newer ones: a message that came by the socket while the pages were on their way).
+    const from = complete ? "" : (fetched[0]?.id ?? "\uffff");
+    const to = fetched[fetched.length - 1]?.id ?? "";
+    const present = new Set(fetched.map((m) => m.id));
+    const gone = this.items.filter(
+      (i) => i.id >= from && i.id <= to && !i.streaming && !present.has(i.id),
+    );
+    for (const item of gone) this.remove(item.id);
     this.merge(fetched);
     // Replies the page was following that ended while the socket was down are stored now.
     for (const item of this.items) {
@@ -172,6 +222,7 @@ export class Timeline {
   /** The person's own message, on screen as soon as the server accepted it (optimistic: its
    * broadcast settles into the same row, by id). */
   addSent(id: string, content: string, type: string, metadata: Record<string, unknown>): void {
+    if (this.find(id)) return;
     this.merge([
       {
         id,
@@ -182,6 +233,7 @@ export class Timeline {
         type: type as Message["type"],
         metadata,
         createdAt: new Date().toISOString(),
+        threadId: this.threadId,
       },
     ]);
   }
@@ -190,6 +242,7 @@ export class Timeline {
   merge(messages: Message[]): void {
     const fresh: Item[] = [];
     for (const m of messages) {
+      if (!this.holds(m)) continue;
       if (this.oldestId === null || m.id < this.oldestId) this.oldestId = m.id;
       if (this.newestId === null || m.id > this.newestId) this.newestId = m.id;
       if (isToolRecord(m)) continue;
@@ -213,6 +266,51 @@ export class Timeline {
     }
     for (const m of messages) if (isToolRecord(m)) this.attachTool(m);
     for (const item of fresh) this.adoptOrphans(item);
+  }
+
+  /** An edit, a reaction count or a thread summary changed (`message_updated`). A tombstone
+   * whose last reply went is gone. */
+  update(m: Message): void {
+    if (!this.holds(m)) return;
+    const known = this.find(m.id);
+    if (m.deleted && !m.thread?.replyCount) {
+      if (known) this.drop(m.id);
+      return;
+    }
+    if (known) this.settle(known, m);
+  }
+
+  /** A message was deleted: a root that still has replies stays as a tombstone. */
+  remove(id: string): void {
+    const item = this.find(id);
+    if (!item) return;
+    const isRoot = this.threadId === id || this.threadId === null;
+    if (isRoot && item.thread && item.thread.replyCount > 0) {
+      Object.assign(item, { content: "", deleted: true, reactions: [], editedAt: null, tools: [] });
+      return;
+    }
+    this.drop(id);
+  }
+
+  private drop(id: string): void {
+    this.items = this.items.filter((i) => i.id !== id);
+    this.pending.delete(id);
+    this.seqs.delete(id);
+  }
+
+  /** A reaction added or removed, by anyone (the person's own toggle included). */
+  react(messageId: string, emoji: string, userId: string, add: boolean): void {
+    const item = this.find(messageId);
+    if (item) item.reactions = applyReaction(item.reactions, emoji, userId, add);
+  }
+
+  /** The person's newest message here that they may edit (Up in an empty composer). */
+  lastOwn(userId: string | undefined): Item | undefined {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const item = this.items[i];
+      if (item.userId === userId && item.type === "text" && !item.deleted) return item;
+    }
+    return undefined;
   }
 
   private settle(item: Item, m: Message): void {
@@ -262,6 +360,18 @@ export class Timeline {
       case "message":
         this.merge([event.data]);
         break;
+      case "message_updated":
+        this.update(event.data);
+        break;
+      case "message_deleted":
+        this.remove(event.data.id);
+        break;
+      case "reaction_added":
+      case "reaction_removed": {
+        const { messageId, emoji, userId } = event.data;
+        this.react(messageId, emoji, userId, event.type === "reaction_added");
+        break;
+      }
       case "stream_start": {
         const { messageId, agentId } = event.data;
         const known = this.find(messageId);
@@ -281,6 +391,11 @@ export class Timeline {
           type: "text",
           metadata: {},
           createdAt: new Date().toISOString(),
+          threadId: this.threadId,
+          editedAt: null,
+          deleted: false,
+          reactions: [],
+          thread: null,
           streaming: true,
           error: null,
           cancelled: false,
@@ -351,33 +466,67 @@ export class Timeline {
   }
 }
 
+/** Every timeline of the page: one per channel, and one per thread opened (or streaming). */
 class Timelines {
   private byChannel = new Map<string, Timeline>();
+  private byThread = new Map<string, Timeline>();
+  /** The inline editor open, if any: one at a time on the page. `scope` is where (the
+   * channel's list, or a thread's: a root shows in both). */
+  editing = $state<{ id: string; scope: string } | null>(null);
 
   constructor() {
-    socket.on((event) => {
-      if (event.type === "subscribed") {
-        this.byChannel.get(event.data.channelId)?.subscribed();
+    socket.on((event) => this.route(event));
+  }
+
+  /** The timelines an event of this channel may concern: its own and its open threads'. */
+  private *of(channelId: string): Generator<Timeline> {
+    const main = this.byChannel.get(channelId);
+    if (main) yield main;
+    for (const thread of this.byThread.values()) if (thread.channelId === channelId) yield thread;
+  }
+
+  route(event: ServerEvent): void {
+    switch (event.type) {
+      case "subscribed":
+        // The channel's threads catch up with it: a reconnect leaves no gap in an open panel.
+        for (const timeline of this.of(event.data.channelId)) timeline.subscribed();
+        return;
+      case "message": {
+        const { channelId, threadId } = event.data;
+        const timeline = threadId ? this.byThread.get(threadId) : this.byChannel.get(channelId);
+        timeline?.handle(event);
         return;
       }
-      const channelId = channelOf(event);
-      if (channelId !== null) {
-        // A reply may start in a channel not opened yet: keep it, to show it when it is.
-        const timeline =
-          event.type === "stream_start" ? this.get(channelId) : this.byChannel.get(channelId);
-        timeline?.handle(event);
+      case "stream_start": {
+        const { channelId, threadId } = event.data;
+        // A reply may start where nothing is open yet: keep it, to show it when it is.
+        const timeline = threadId ? this.thread(channelId, threadId) : this.get(channelId);
+        timeline.handle(event);
+        return;
       }
-      else if ("data" in event && event.data && "messageId" in event.data) {
-        // stream_chunk, stream_end, tool_* carry no channel: the reply's timeline has it.
-        for (const timeline of this.byChannel.values()) {
-          if (timeline.find(event.data.messageId)) {
-            timeline.handle(event);
-            if (event.type === "stream_end") this.ended(timeline, event.data.messageId);
-            break;
-          }
+      case "message_updated":
+      case "message_deleted":
+        for (const timeline of this.of(event.data.channelId)) timeline.handle(event);
+        if (event.type === "message_deleted" && this.editing?.id === event.data.id) this.editing = null;
+        return;
+      case "reaction_added":
+      case "reaction_removed":
+        for (const timeline of this.of(event.data.channelId)) timeline.handle(event);
+        return;
+      case "stream_chunk":
+      case "stream_end":
+      case "tool_call":
+      case "tool_result": {
+        // These carry no channel: the reply's timeline has it.
+        const id = event.data.messageId;
+        for (const timeline of [...this.byChannel.values(), ...this.byThread.values()]) {
+          if (!timeline.find(id)) continue;
+          timeline.handle(event);
+          if (event.type === "stream_end") this.ended(timeline, id);
+          break;
         }
       }
-    });
+    }
   }
 
   /** A reply in the channel on screen ended: the status region says so, once. */
@@ -400,15 +549,53 @@ class Timelines {
     return timeline;
   }
 
+  /** A thread's timeline, by its root's id. */
+  thread(channelId: string, threadId: string): Timeline {
+    let timeline = this.byThread.get(threadId);
+    if (!timeline) {
+      timeline = new Timeline(channelId, threadId);
+      this.byThread.set(threadId, timeline);
+    }
+    return timeline;
+  }
+
+  /** Where a message the person sent goes: its thread's timeline, or the channel's. */
+  forSent(channelId: string, threadId: string | null | undefined): Timeline {
+    return threadId ? this.thread(channelId, threadId) : this.get(channelId);
+  }
+
+  /** Save an edit; the answer (and the broadcast, in every page) settles the row. */
+  async edit(channelId: string, id: string, content: string): Promise<void> {
+    const message = await api.editMessage(id, content);
+    for (const timeline of this.of(channelId)) timeline.update(message);
+  }
+
+  async remove(channelId: string, id: string): Promise<void> {
+    await api.deleteMessage(id);
+    for (const timeline of this.of(channelId)) timeline.remove(id);
+  }
+
+  /** Toggle the person's reaction: shown at once, undone if the server refuses. */
+  async toggleReaction(channelId: string, id: string, emoji: string, add: boolean): Promise<void> {
+    const me = session.user?.id;
+    if (!me) return;
+    const apply = (on: boolean) => {
+      for (const timeline of this.of(channelId)) timeline.react(id, emoji, me, on);
+    };
+    apply(add);
+    try {
+      await (add ? api.react(id, emoji) : api.unreact(id, emoji));
+    } catch (error) {
+      apply(!add);
+      throw error;
+    }
+  }
+
   reset(): void {
     this.byChannel.clear();
+    this.byThread.clear();
+    this.editing = null;
   }
-}
-
-function channelOf(event: ServerEvent): string | null {
-  if (event.type === "message") return event.data.channelId;
-  if (event.type === "stream_start") return event.data.channelId;
-  return null;
 }
 
 export const timelines = new Timelines();

@@ -1,0 +1,330 @@
+/**
+ * The scroll and window controller of a virtualized message feed (the channel's list and a
+ * thread's): only the rows near the viewport are rendered, the rest are gaps whose heights come
+ * from a Fenwick tree of measured heights (an estimate for rows never shown), updated a row at
+ * a time (lib/offsets.ts).
+ *
+ * The view sticks to the bottom while new messages arrive, unless the person scrolled up.
+ * Otherwise one message is the anchor: the row at the top of the view, and how far into it the
+ * view starts. Nothing polls: when a row above the anchor changes height (measured by a
+ * ResizeObserver, before the frame is painted) or rows come in above it (an older page), the
+ * view is moved by exactly that much with a relative `scrollBy`, so a scroll the reader has
+ * under way carries on. The rendered range is plain indices, kept while it still covers the
+ * viewport with a margin (lib/window.ts). A focused row stays in the DOM while scrolled away.
+ */
+import { tick } from "svelte";
+import { Offsets } from "./offsets";
+import { lowerBound, type Item, type Timeline } from "./stores/messages.svelte";
+import { EMPTY, cut, nextRange, type Range } from "./window";
+
+/** The height of a row never rendered, until some are: then their average. */
+const FIRST_ESTIMATE = 72;
+/** Rows are rendered this far beyond the viewport... */
+const FAR = 1000;
+/** ...and re-cut only once less than this is left on a side: more than a wheel step or a
+ * flick's frame moves, so the view rarely lands in a gap. */
+const NEAR = 750;
+const STICK_WITHIN = 48;
+
+export type Segment =
+  | { key: string; item: Item; index: number }
+  | { key: string; from: number; to: number };
+
+/** Where each list was read (a channel's, a thread's), so coming back lands at the same place. */
+const places = new Map<string, { id: string; offset: number } | "bottom">();
+
+export class Feed {
+  readonly timeline: Timeline;
+  scroller!: HTMLDivElement;
+  content!: HTMLDivElement;
+  firstGap: HTMLDivElement | undefined = undefined;
+  viewport = $state(600);
+  stuck = $state(true);
+  unseen = $state(0);
+  /** Bumped when row heights change: the gaps read it. */
+  version = $state(0);
+  range = $state.raw<Range>(EMPTY);
+  focusedId = $state<string | null>(null);
+
+  private heights = new Map<string, number>();
+  private measuredSum = 0;
+  private offsets = new Offsets();
+  /** The list the offsets were built for. */
+  private built: Item[] = [];
+  /** Where the rows start inside the scrolled content (padding and the channel's start note). */
+  private origin = 0;
+  /** The row at the top of the view, and how far (px) the view starts below its top. */
+  private anchor = { index: 0, id: "", offset: 0 };
+  /** The last scroll position the page knows of (its own moves included). */
+  private known = 0;
+  private lastScroll = { top: 0, time: 0, speed: 0 };
+  private placed = false;
+  readonly rowObserver: ResizeObserver;
+
+  constructor(timeline: Timeline) {
+    this.timeline = timeline;
+    this.rowObserver = new ResizeObserver((entries) => this.measured(entries));
+  }
+
+  private get key(): string {
+    return this.timeline.threadId ?? this.timeline.channelId;
+  }
+
+  private get items(): Item[] {
+    return this.timeline.items;
+  }
+
+  private estimate(): number {
+    return this.heights.size ? this.measuredSum / this.heights.size : FIRST_ESTIMATE;
+  }
+
+  private rebuild(list: Item[]) {
+    const guess = this.estimate();
+    this.offsets = new Offsets(list.map((item) => this.heights.get(item.id) ?? guess));
+    this.built = list;
+  }
+
+  private measureOrigin() {
+    if (this.firstGap) this.origin = this.firstGap.offsetTop;
+  }
+
+  private atBottom(): boolean {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight <= STICK_WITHIN;
+  }
+
+  /** The anchor for a scroll position, from the offsets alone (no layout read). */
+  private anchorAt(top: number) {
+    const y = top - this.origin;
+    const index = this.offsets.indexAt(y);
+    this.anchor = { index, id: this.built[index]?.id ?? "", offset: y - this.offsets.top(index) };
+  }
+
+  private updateRange(top: number) {
+    const next = nextRange(this.offsets, this.range, top - this.origin, this.viewport, NEAR, FAR);
+    if (next !== this.range) this.range = next;
+  }
+
+  private toBottom() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.known = this.scroller.scrollTop;
+  }
+
+  private remember() {
+    places.set(this.key, this.stuck ? "bottom" : { id: this.anchor.id, offset: this.anchor.offset });
+  }
+
+  onScroll = () => {
+    const top = this.scroller.scrollTop;
+    const now = performance.now();
+    const previous = this.known;
+    const last = this.lastScroll;
+    this.known = top;
+    last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
+    last.top = top;
+    last.time = now;
+    // Only the reader scrolling up lets go of the bottom: the page's own moves go down.
+    if (this.atBottom()) this.stuck = true;
+    else if (top < previous - 1) this.stuck = false;
+    if (this.stuck) this.unseen = 0;
+    this.anchorAt(top);
+    this.updateRange(top);
+    this.remember();
+    this.prefetch(top);
+  };
+
+  /** Older pages are asked for well before the edge, and larger when the reader flicks. */
+  private prefetch(top: number) {
+    const t = this.timeline;
+    // At the bottom the reader is not going back; the first scroll up starts it.
+    if (this.stuck || !t.loaded || !t.hasOlder || t.loadingOlder) return;
+    const ahead = Math.max(3 * this.viewport, this.lastScroll.speed * 1000);
+    if (top - this.origin < ahead) void t.loadOlder(this.lastScroll.speed > 2 ? 200 : 100);
+  }
+
+  /** The list changed (a page came in above, a message below, a reply started): rebuild the
+   * offsets and keep the anchor's message where the reader saw it. Run before the DOM updates. */
+  listChanged(list: Item[]): void {
+    const before = this.built;
+    const scroller = this.scroller as HTMLDivElement | undefined;
+    if (!this.stuck && scroller && before.length && list.length > before.length) {
+      const last = before[before.length - 1]?.id;
+      if (last !== undefined && list[list.length - 1].id > last) this.unseen += 1;
+    }
+    // A scroll of the reader's not handled yet moves the anchor first.
+    if (scroller && scroller.scrollTop !== this.known) this.onScroll();
+    const oldTop = this.offsets.top(this.anchor.index);
+    this.rebuild(list);
+    if (!scroller) return;
+    if (this.stuck) {
+      this.range = cut(this.offsets, this.offsets.total() - this.viewport, this.viewport, FAR);
+      void tick().then(() => this.stuck && this.toBottom());
+      return;
+    }
+    const index = this.anchor.id ? lowerBound(list, this.anchor.id) : 0;
+    const shift = this.offsets.top(index) - oldTop;
+    this.anchor = { ...this.anchor, index };
+    const top = this.known + shift;
+    this.range = nextRange(this.offsets, EMPTY, top - this.origin, this.viewport, NEAR, FAR);
+    if (shift) {
+      void tick().then(() => {
+        scroller.scrollBy({ top: shift, behavior: "instant" });
+        this.known = scroller.scrollTop;
+        this.prefetch(this.known);
+      });
+    }
+  }
+
+  private measured(entries: ResizeObserverEntry[]) {
+    if (this.scroller.scrollTop !== this.known) this.onScroll();
+    let above = 0;
+    let changed = false;
+    for (const entry of entries) {
+      const row = entry.target as HTMLElement;
+      const id = row.dataset.id;
+      if (!id || !row.isConnected) continue;
+      // Fractional: rounded heights would drift by half a pixel a row.
+      const height = entry.borderBoxSize?.[0]?.blockSize ?? row.getBoundingClientRect().height;
+      const was = this.heights.get(id);
+      if (was === height) continue;
+      this.measuredSum += height - (was ?? 0);
+      this.heights.set(id, height);
+      const index = lowerBound(this.built, id);
+      if (this.built[index]?.id !== id) continue;
+      const delta = this.offsets.set(index, height);
+      if (index < this.anchor.index) above += delta;
+      changed = true;
+    }
+    if (!changed) return;
+    this.version += 1;
+    if (this.stuck) {
+      this.keepBottom();
+    } else if (above) {
+      // A row above the anchor grew or shrank: the view moves with it, relatively.
+      this.scroller.scrollBy({ top: above, behavior: "instant" });
+      this.known = this.scroller.scrollTop;
+    }
+    this.updateRange(this.known);
+  }
+
+  /** At the bottom, stay there: now, and once the gaps and rows this change moves are in. */
+  private keepBottom() {
+    this.toBottom();
+    void tick().then(() => this.stuck && this.toBottom());
+  }
+
+  /** Watch the viewport and the content: at the bottom, stay there. This runs after layout
+   * and before paint, so the view never shows a frame off the bottom. */
+  observe(): () => void {
+    const resize = new ResizeObserver(() => {
+      this.viewport = this.scroller.clientHeight;
+      this.measureOrigin();
+      this.updateRange(this.known);
+      if (this.stuck) this.keepBottom();
+    });
+    resize.observe(this.scroller);
+    resize.observe(this.content);
+    return () => {
+      resize.disconnect();
+      this.rowObserver.disconnect();
+    };
+  }
+
+  /** Once the first page is in: back to where this list was read, or the newest messages. */
+  place(): void {
+    if (!this.timeline.loaded || this.placed) return;
+    this.placed = true;
+    const items = this.items;
+    const place = places.get(this.key);
+    const index = place && place !== "bottom" ? lowerBound(items, place.id) : -1;
+    if (place && place !== "bottom" && items[index]?.id === place.id) {
+      this.stuck = false;
+      this.anchor = { index, id: place.id, offset: place.offset };
+      const top = this.offsets.top(index) + place.offset;
+      this.range = cut(this.offsets, top, this.viewport, FAR);
+      void tick().then(() => {
+        this.measureOrigin();
+        this.scroller.scrollTop = this.origin + this.offsets.top(this.anchor.index) + this.anchor.offset;
+        this.known = this.scroller.scrollTop;
+      });
+    } else {
+      this.range = cut(this.offsets, this.offsets.total() - this.viewport, this.viewport, FAR);
+      void tick().then(() => {
+        this.measureOrigin();
+        this.toBottom();
+      });
+    }
+  }
+
+  /** The rows to render, and the gaps between them: the focused row stays, wherever it is,
+   * and so does the row being edited (`editingId`: its editor takes focus, which scrolls it
+   * into view, even when the up-arrow opened it on a row scrolled away). */
+  segments(list: Item[], editingId: string | null = null): Segment[] {
+    const { start, end } = this.range;
+    const out: Segment[] = [];
+    const pinned: number[] = [];
+    for (const id of new Set([this.focusedId, editingId])) {
+      if (id === null) continue;
+      const i = lowerBound(list, id);
+      if (list[i]?.id === id && (i < start || i >= end)) pinned.push(i);
+    }
+    pinned.sort((a, b) => a - b);
+    let from = 0;
+    const row = (index: number) => {
+      if (index > from) out.push({ key: `gap:${out.length}`, from, to: index });
+      out.push({ key: list[index].id, item: list[index], index });
+      from = index + 1;
+    };
+    for (const i of pinned) if (i < start) row(i);
+    for (let i = start; i < Math.min(end, list.length); i++) row(i);
+    for (const i of pinned) if (i >= end) row(i);
+    out.push({ key: "gap:end", from, to: list.length });
+    return out;
+  }
+
+  gap(from: number, to: number): number {
+    void this.version;
+    return to > from ? this.offsets.top(to) - this.offsets.top(from) : 0;
+  }
+
+  onFocusIn = (event: FocusEvent) => {
+    const row = (event.target as HTMLElement).closest<HTMLElement>("[data-id]");
+    this.focusedId = row?.dataset.id ?? null;
+  };
+
+  onFocusOut = (event: FocusEvent) => {
+    const next = event.relatedTarget as Node | null;
+    if (!next || !this.content.contains(next)) this.focusedId = null;
+  };
+
+  private articleOf(id: string): HTMLElement | null {
+    return this.content.querySelector<HTMLElement>(`[data-id="${CSS.escape(id)}"] article`);
+  }
+
+  /** The feed pattern's keys: Page Down and Page Up move to the next and previous message,
+   * rendering it first when the focused row was scrolled away from the rest. */
+  onKeydown = async (event: KeyboardEvent) => {
+    if (event.key !== "PageDown" && event.key !== "PageUp") return;
+    const article = (event.target as HTMLElement).closest("article");
+    const id = article?.closest<HTMLElement>("[data-id]")?.dataset.id;
+    if (!id) return;
+    const items = this.items;
+    const index = lowerBound(items, id) + (event.key === "PageDown" ? 1 : -1);
+    if (index < 0 || index >= items.length) return;
+    event.preventDefault();
+    const target = items[index].id;
+    if (!this.articleOf(target)) {
+      this.scroller.scrollTop = this.origin + this.offsets.top(index) - this.viewport / 3;
+      this.onScroll();
+      await tick();
+    }
+    this.articleOf(target)?.focus();
+  };
+
+  jumpToLatest = () => {
+    this.stuck = true;
+    this.unseen = 0;
+    this.toBottom();
+    this.remember();
+  };
+}
