@@ -6,6 +6,7 @@
  * one request for all channels (`POST /api/channels/unread`), capped at 50 ("50+").
  */
 import { api } from "../api";
+import { router } from "../router.svelte";
 import { socket } from "../socket.svelte";
 import type { Channel, Message } from "../types";
 import { session } from "./session.svelte";
@@ -24,8 +25,12 @@ class Channels {
   list = $state<Channel[]>([]);
   loaded = $state(false);
   unread = $state<Record<string, number>>({});
-  /** The channel on screen: its messages are read as they arrive, while the tab is seen. */
-  active = $state<string | null>(null);
+  /** The channel on screen (the address names it): its messages are read as they arrive,
+   * while the tab is seen. Derived, not copied in by the shell. */
+  get active(): string | null {
+    const route = router.route;
+    return route.name === "channel" ? route.params.channelId : null;
+  }
   /** Whether the tab is seen: a message arriving in a hidden tab is not read yet. */
   visible = $state(document.visibilityState === "visible");
   private lastRead: Record<string, string> = {};
@@ -127,7 +132,6 @@ class Channels {
     this.list = [];
     this.loaded = false;
     this.unread = {};
-    this.active = null;
     this.lastRead = {};
   }
 }
