@@ -33,7 +33,9 @@ def test_the_login_page_has_no_serious_violation(browse: Browse, scheme: str) ->
     page.get_by_label("Password or guest key").fill("wrong")
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("alert")).to_be_visible()
-    assert serious(page) == []
+    for viewport in (DESKTOP, PHONE):
+        page.set_viewport_size(viewport)
+        assert serious(page) == [], viewport
 
 
 def test_the_channel_view_has_no_serious_violation_in_either_theme(

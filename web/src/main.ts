@@ -3,6 +3,9 @@ import App from "./App.svelte";
 import { routeLinks } from "./lib/links";
 import { router } from "./lib/router.svelte";
 import "./app.css";
+// Shared classes (.hint, .card, .actions, .progress, ...) that the dialogs and the login card
+// use too: in the first load, not in the owner's lazily loaded chunk.
+import "./components/admin/admin.css";
 
 // Every same-origin link to a page address is routed here: components write plain <a href>.
 routeLinks((path) => router.go(path));

@@ -130,7 +130,8 @@ export interface ModelInfo {
 const id = encodeURIComponent;
 
 export const settingsApi = {
-  schedules: async () => (await request<{ schedules: Schedule[] }>("/api/schedules")).schedules,
+  schedules: async (signal?: AbortSignal) =>
+    (await request<{ schedules: Schedule[] }>("/api/schedules", { signal })).schedules,
   createSchedule: async (body: NewSchedule) =>
     (await request<{ schedule: Schedule }>("/api/schedules", { method: "POST", body })).schedule,
   setScheduleActive: async (scheduleId: string, active: boolean) =>

@@ -5,7 +5,9 @@
  * kept per user in localStorage (message ids only, nothing secret); counts at load come from
  * one request for all channels (`POST /api/channels/unread`), capped at 50 ("50+").
  */
+import { untrack } from "svelte";
 import { api } from "../api";
+import { router } from "../router.svelte";
 import { socket } from "../socket.svelte";
 import type { Channel, Message } from "../types";
 import { session } from "./session.svelte";
@@ -26,10 +28,14 @@ class Channels {
   list = $state<Channel[]>([]);
   loaded = $state(false);
   unread = $state<Record<string, number>>({});
-  /** The channel on screen: its messages are read as they arrive, while the tab is seen. */
-  #active = $state<string | null>(null);
   /** The newest message of each channel's loaded timeline (what opening it reads up to). */
   private newest: Record<string, string | undefined> = {};
+  /** The channel on screen (the address names it, a thread's too): its messages are read as
+   * they arrive, while the tab is seen. Derived from the route, not copied in by the shell. */
+  get active(): string | null {
+    const route = router.route;
+    return route.name === "channel" || route.name === "thread" ? route.params.channelId : null;
+  }
   /** Whether the tab is seen: a message arriving in a hidden tab is not read yet. */
   visible = $state(document.visibilityState === "visible");
   private lastRead: Record<string, string> = {};
@@ -46,27 +52,23 @@ class Channels {
       }
     });
     socket.onReconnect(() => void this.load());
-    // The tab seen again: the channel on screen is read, up to its newest message.
     document.addEventListener("visibilitychange", () => {
       this.visible = document.visibilityState === "visible";
-      if (this.#active) this.clear(this.#active, this.newest[this.#active]);
     });
-  }
-
-  get active(): string | null {
-    return this.#active;
-  }
-
-  /** Opening a channel reads it (while the tab is seen). */
-  set active(channelId: string | null) {
-    this.#active = channelId;
-    if (channelId) this.clear(channelId, this.newest[channelId]);
+    // Opening a channel, or seeing the tab again, reads it up to its newest loaded message: a
+    // side effect of the route and the tab (it writes the read marker), not a copy of state.
+    $effect.root(() => {
+      $effect(() => {
+        const id = this.active;
+        if (id && this.visible) untrack(() => this.clear(id, this.newest[id]));
+      });
+    });
   }
 
   /** A channel's timeline changed (its messages store tells): on screen, it is read. */
   seen(channelId: string, newestId: string | undefined): void {
     this.newest[channelId] = newestId;
-    if (channelId === this.#active) this.clear(channelId, newestId);
+    if (channelId === this.active) this.clear(channelId, newestId);
   }
 
   get(id: string): Channel | undefined {
@@ -147,7 +149,6 @@ class Channels {
     this.list = [];
     this.loaded = false;
     this.unread = {};
-    this.#active = null;
     this.newest = {};
     this.lastRead = {};
   }

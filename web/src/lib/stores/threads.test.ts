@@ -1,5 +1,7 @@
+import { flushSync } from "svelte";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
+import { channelPath, router } from "../router.svelte";
 import { applyReaction, hasReacted } from "../reactions";
 import type { Message } from "../types";
 import { Timeline, timelines } from "./messages.svelte";
@@ -182,7 +184,8 @@ describe("thread routing", () => {
 
   it("reads the channel on screen up to its newest message as its list changes (no effect)", () => {
     channels.unread["ch_t"] = 3;
-    channels.active = "ch_t";
+    router.go(channelPath("ch_t"));
+    flushSync();
     expect(channels.unread["ch_t"]).toBe(0);
     channels.unread["ch_t"] = 2;
     timelines.get("ch_t").merge([msg("m1")]);
@@ -191,6 +194,7 @@ describe("thread routing", () => {
     channels.unread["ch_t"] = 2;
     timelines.thread("ch_t", "m1").merge([msg("m1"), msg("m2", { threadId: "m1" })]);
     expect(channels.unread["ch_t"]).toBe(2);
-    channels.active = null;
+    router.go("/");
+    flushSync();
   });
 });
