@@ -41,16 +41,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_make_parametrize_id(val: object, argname: str) -> str | None:
     """Bytes go by their parameter's name: a generated PDF differs at every collection (its
-    date, its encryption), and pytest-xdist's workers must collect the same test ids."""
+    date, its encryption), and a test's id must not (to rerun it by id, or to split the suite
+    between processes)."""
     return argname if isinstance(val, bytes) else None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
-    now, in a thread, it overlaps the tests that run before it. Not under pytest-xdist: every
-    worker collects every test, and only one runs it (which starts the install then)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
+    now, in a thread, it overlaps the tests that run before it."""
     if any(item.nodeid.startswith("tests/test_deploy_install.py") for item in session.items):
         from tests.test_deploy_install import INSTALL
 
