@@ -158,6 +158,7 @@ def test_reactions_toggle_and_show_live_in_another_browser(
     expect(seen).to_have_accessible_name("🎉 1: you")
     # The second browser's picker now offers it among the recent ones.
     action(two, "react to me", "Add a reaction")
+    expect(two.get_by_role("dialog", name="Add a reaction")).to_be_visible()  # a lazy chunk
     recent = two.get_by_role("dialog", name="Add a reaction").get_by_role("list", name="Recent")
     expect(recent).to_have_count(0)  # recents are per browser: this one has none yet
     two.keyboard.press("Escape")
