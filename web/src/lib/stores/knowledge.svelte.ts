@@ -31,6 +31,9 @@ export class Knowledge {
   reindexError = $state<string | null>(null);
   /** Embedding progress by document id, from the events. */
   private live = $state<Record<string, Progress>>({});
+  /** How each document's embedding ended, from the events: the last event can come before
+   * the upload's own answer (which said "indexing"), and nothing would follow it. */
+  private ended: Record<string, Upload["phase"]> = {};
   private nextKey = 0;
 
   constructor(agentId: string) {
@@ -43,6 +46,7 @@ export class Knowledge {
       if (event.type === "ingest_progress" && event.data.agentId === this.agentId) {
         const { documentId, done, total, status } = event.data;
         this.live[documentId] = { done, total };
+        if (status !== "indexing") this.ended[documentId] = status;
         for (const item of this.uploads) {
           if (item.documentId !== documentId) continue;
           item.fraction = total ? done / total : 1;
@@ -97,6 +101,9 @@ export class Knowledge {
           item.handle = null;
           if (duplicate) {
             item.phase = "duplicate";
+            item.fraction = 1;
+          } else if (document.status === "indexing" && this.ended[document.id]) {
+            item.phase = this.ended[document.id];
             item.fraction = 1;
           } else if (document.status === "indexing") {
             const seen = this.live[document.id];

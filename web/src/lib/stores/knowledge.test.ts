@@ -48,4 +48,15 @@ describe("knowledge store", () => {
     stop();
     expect(knowledgeOf("agent_1")).toBe(kb);
   });
+
+  it("ends an upload whose last event came before the upload's own answer", async () => {
+    vi.spyOn(api, "documents").mockResolvedValue([]);
+    const kb = knowledgeOf("agent_3");
+    const stop = kb.follow();
+    kb.upload([new File(["hi"], "late.txt")]);
+    deliver({ type: "ingest_progress", data: { agentId: "agent_3", documentId: "doc_1", done: 1, total: 1, status: "ready" } });
+    finish({ document: doc("indexing"), duplicate: false });
+    await vi.waitFor(() => expect(kb.uploads[0]).toMatchObject({ phase: "ready", fraction: 1 }));
+    stop();
+  });
 });
