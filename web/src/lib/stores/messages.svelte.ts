@@ -114,6 +114,10 @@ export class Timeline {
   private frame = 0;
   /** Confirmed subscriptions so far (see `subscribed`). */
   private subscriptions = 0;
+  /** Live changes counted, and the count at each message's latest: a page asked for before a
+   * change (an edit, a reaction, a thread's new reply count) must not undo it on landing. */
+  private changes = 0;
+  private changedAt = new Map<string, number>();
 
   constructor(channelId: string, threadId: string | null = null) {
     this.channelId = channelId;
@@ -149,10 +153,11 @@ export class Timeline {
 
   async loadLatest(): Promise<void> {
     const subscriptions = this.subscriptions;
+    const since = this.changes;
     try {
       const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined);
       this.hasOlder = page.length === PAGE_SIZE;
-      this.merge(page);
+      this.merge(page, since);
       this.error = null;
     } catch (error) {
       this.error = (error as Error).message;
@@ -178,10 +183,11 @@ export class Timeline {
   async loadOlder(limit = PAGE_SIZE): Promise<void> {
     if (this.loadingOlder || !this.hasOlder || this.oldestId === null) return;
     this.loadingOlder = true;
+    const since = this.changes;
     try {
       const page = await api.messages(this.channelId, limit, this.oldestId, this.threadId ?? undefined);
       this.hasOlder = page.length === limit;
-      this.merge(page);
+      this.merge(page, since);
     } catch (error) {
       this.error = (error as Error).message;
     } finally {
@@ -193,6 +199,7 @@ export class Timeline {
   async catchUp(): Promise<void> {
     if (!this.loaded) return;
     const known = this.newestId;
+    const since = this.changes;
     const fetched: Message[] = [];
     let before: string | undefined;
     let complete = false;
@@ -212,7 +219,7 @@ export class Timeline {
       (i) => i.id >= from && i.id <= to && !i.streaming && !present.has(i.id),
     );
     for (const item of gone) this.remove(item.id);
-    this.merge(fetched);
+    this.merge(fetched, since);
     // Replies the page was following that ended while the socket was down are stored now.
     for (const item of this.items) {
       if (item.streaming && fetched.some((m) => m.id === item.id)) item.streaming = false;
@@ -238,8 +245,9 @@ export class Timeline {
     ]);
   }
 
-  /** Put stored messages in place: new ones inserted in order, known ones replaced. */
-  merge(messages: Message[]): void {
+  /** Put stored messages in place: new ones inserted in order, known ones replaced unless a
+   * live change reached them after `since` (the change count when their page was asked for). */
+  merge(messages: Message[], since = Infinity): void {
     const fresh: Item[] = [];
     for (const m of messages) {
       if (!this.holds(m)) continue;
@@ -247,8 +255,8 @@ export class Timeline {
       if (this.newestId === null || m.id > this.newestId) this.newestId = m.id;
       if (isToolRecord(m)) continue;
       const known = this.find(m.id);
-      if (known) this.settle(known, m);
-      else fresh.push(reactive(fields(m)));
+      if (!known) fresh.push(reactive(fields(m)));
+      else if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
     }
     if (fresh.length) {
       fresh.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -356,6 +364,13 @@ export class Timeline {
   }
 
   handle(event: ServerEvent): void {
+    const changed =
+      event.type === "message" || event.type === "message_updated"
+        ? event.data.id
+        : event.type === "reaction_added" || event.type === "reaction_removed"
+          ? event.data.messageId
+          : null;
+    if (changed !== null) this.changedAt.set(changed, ++this.changes);
     switch (event.type) {
       case "message":
         this.merge([event.data]);

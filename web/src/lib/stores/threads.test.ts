@@ -116,6 +116,26 @@ describe("Timeline updates and deletes", () => {
     expect(ids(t)).toEqual(["m1", "m2", "m9"]);
     vi.restoreAllMocks();
   });
+
+  it("does not let a page asked for before a live change undo it", async () => {
+    const t = new Timeline("ch_t");
+    t.merge([msg("m1", { content: "old" })]);
+    (t as unknown as { loaded: boolean }).loaded = true;
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      // While the page is on its way, the socket brings an edit and a reaction.
+      t.handle({ type: "message_updated", data: msg("m1", { content: "new", editedAt: "2026-11-26T00:00:00Z" }) });
+      t.handle({ type: "reaction_added", data: { messageId: "m1", channelId: "ch_t", emoji: "👍", userId: "user_2" } });
+      return [msg("m1", { content: "old" })];
+    });
+    await t.catchUp();
+    expect(t.find("m1")!.content).toBe("new");
+    expect(t.find("m1")!.reactions).toEqual([{ emoji: "👍", count: 1, userIds: ["user_2"] }]);
+    // A page asked for after the change settles as usual.
+    vi.spyOn(api, "messages").mockResolvedValue([msg("m1", { content: "newer" })]);
+    await t.catchUp();
+    expect(t.find("m1")!.content).toBe("newer");
+    vi.restoreAllMocks();
+  });
 });
 
 describe("thread routing", () => {
