@@ -6,24 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text
 from tests.support import Api, Guest, Server, post, unique
 from tests.web.conftest import PHONE, Browse, agent, channel, open_channel
-
-AXE = Axe()
-
-
-def serious(page: Any) -> list[str]:
-    found = AXE.run(page).response["violations"]
-    return [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}"
-        for v in found
-        if v["impact"] in ("serious", "critical")
-    ]
+from tests.web.test_accessibility import serious
 
 
 def row(page: Any, words: str) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.fakes.openai_server import FakeOpenAI
@@ -23,17 +22,7 @@ from tests.web.conftest import (
     channel,
     open_channel,
 )
-
-AXE = Axe()
-
-
-def serious(page: Any) -> list[str]:
-    found = AXE.run(page).response["violations"]
-    return [
-        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}"
-        for v in found
-        if v["impact"] in ("serious", "critical")
-    ]
+from tests.web.test_accessibility import serious
 
 
 def in_channel(page: Any, words: str) -> Any:
