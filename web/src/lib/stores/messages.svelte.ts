@@ -112,6 +112,7 @@ export class Timeline {
   private seqs = new Map<string, number>();
   private pending = new Map<string, string>();
   private frame = 0;
+  private olderLoad: Promise<void> | null = null;
   /** Confirmed subscriptions so far (see `subscribed`). */
   private subscriptions = 0;
   /** Live changes counted, and the count at each message's latest: a page asked for before a
@@ -179,13 +180,22 @@ export class Timeline {
     if (this.loaded) void this.catchUp();
   }
 
-  /** The page before the oldest loaded: `limit` up to 200, larger ahead of a fast scroll. */
-  async loadOlder(limit = PAGE_SIZE): Promise<void> {
-    if (this.loadingOlder || !this.hasOlder || this.oldestId === null) return;
+  /** The page before the oldest loaded: `limit` up to 200, larger ahead of a fast scroll.
+   * A call while one is on its way waits for that one. */
+  loadOlder(limit = PAGE_SIZE): Promise<void> {
+    if (this.olderLoad) return this.olderLoad;
+    if (!this.hasOlder || this.oldestId === null) return Promise.resolve();
+    this.olderLoad = this.fetchOlder(this.oldestId, limit).finally(() => {
+      this.olderLoad = null;
+    });
+    return this.olderLoad;
+  }
+
+  private async fetchOlder(before: string, limit: number): Promise<void> {
     this.loadingOlder = true;
     const since = this.changes;
     try {
-      const page = await api.messages(this.channelId, limit, this.oldestId, this.threadId ?? undefined);
+      const page = await api.messages(this.channelId, limit, before, this.threadId ?? undefined);
       this.hasOlder = page.length === limit;
       this.merge(page, since);
     } catch (error) {
@@ -319,6 +329,18 @@ export class Timeline {
       if (item.userId === userId && item.type === "text" && !item.deleted) return item;
     }
     return undefined;
+  }
+
+  /** As `lastOwn`, paging back (up to `pages` pages of 200) when it is older than what is
+   * loaded: Up in the composer reaches it however much others wrote since. */
+  async findLastOwn(userId: string | undefined, pages = 5): Promise<Item | undefined> {
+    for (let i = 0; ; i++) {
+      const mine = this.lastOwn(userId);
+      if (mine || i === pages || !this.hasOlder) return mine;
+      const oldest = this.oldestId;
+      await this.loadOlder(200);
+      if (this.oldestId === oldest) return undefined;
+    }
   }
 
   private settle(item: Item, m: Message): void {

@@ -94,6 +94,24 @@ describe("Timeline updates and deletes", () => {
     expect(t.lastOwn("user_3")).toBeUndefined();
   });
 
+  it("pages back for the up-arrow when the person's last message is older than what is loaded", async () => {
+    const all = [msg("m000"), ...Array.from({ length: 450 }, (_, i) => msg(`m${String(i + 1).padStart(3, "0")}`, { userId: "user_2" }))];
+    const asked: (string | undefined)[] = [];
+    vi.spyOn(api, "messages").mockImplementation(async (_c, limit, before) => {
+      asked.push(before);
+      return (before ? all.filter((m) => m.id < before) : all).slice(-limit);
+    });
+    const t = new Timeline("ch_t");
+    await t.loadLatest();
+    const scrolling = t.loadOlder(); // a scroll's page on its way: waited for, not skipped
+    const found = await t.findLastOwn("user_1");
+    await scrolling;
+    expect(found?.id).toBe("m000");
+    expect(asked).toEqual([undefined, "m401", "m351", "m151"]);
+    expect(await t.findLastOwn("user_3")).toBeUndefined();
+    vi.restoreAllMocks();
+  });
+
   it("notices on catch-up what was deleted while the socket was down", async () => {
     const t = new Timeline("ch_t");
     t.merge([msg("m1"), msg("m2"), msg("m3")]);
