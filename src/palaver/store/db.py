@@ -178,6 +178,9 @@ class Database:
             return True
         units = self._units
         deadline = asyncio.get_running_loop().time() + within
+        await asyncio.get_running_loop().run_in_executor(
+            units.write_thread, units.purge_search_index
+        )
         while True:
             done = await asyncio.get_running_loop().run_in_executor(
                 units.write_thread, units.checkpoint
@@ -342,6 +345,14 @@ class _SqliteUnits:
             except Exception as exc:
                 outcomes.append((False, exc))
         return outcomes
+
+    def purge_search_index(self) -> None:
+        """Merge the message search index (`messages_fts`) into one segment, which drops the
+        terms of deleted and edited-away text: FTS5 keeps them (and the delete marker, which
+        repeats them) in its segments until a merge meets both. SQLite 3.42's `secure-delete`
+        option would remove them at the delete itself; this SQLite may be older."""
+        with self.writer.connect() as conn, conn.begin():
+            conn.exec_driver_sql("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
 
     def checkpoint(self) -> bool:
         """Copy the write-ahead log into the database and truncate it; False while a reader
