@@ -8,8 +8,9 @@ index is built by the migration's own triggers (SQLite) or generated column (Pos
 
 Queries run through the adapter a request uses (`MessageSearch.search`, in one read
 transaction: a page of 20 with snippets and the messages loaded), timed in this process, the
-HTTP layer aside. Sets: single words (drawn by corpus frequency, so common and rare words as a
-person types them), two- and three-word phrases taken from the corpus, operator queries
+HTTP layer aside. Sets: single words (drawn by corpus frequency among all but the 100 most
+frequent, which form a set of their own, `common_words`), two- and three-word phrases taken
+from the corpus, operator queries
 (`from:`, `in:`, `has:`, `is:thread`, dates, alone and with words), and the same words for a
 guest who reads 5 channels. Each set is run for both orders (relevance, recent).
 
@@ -20,6 +21,7 @@ guest who reads 5 channels. Each set is run for both orders (relevance, recent).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import re
@@ -48,6 +50,9 @@ CHANNELS = 200
 PEOPLE = 20
 AGENTS = ("Researcher", "Writer", "Planner", "Critic")
 GUEST_CHANNELS = 5
+COMMON = 100
+"""The corpus's most frequent words (the, of, and...): a set of their own, since people rarely
+search for them; `words` draws from the rest by frequency."""
 QUERIES = 200
 BATCH = 5000
 START = datetime(2025, 11, 1, tzinfo=UTC)
@@ -61,9 +66,9 @@ class Chain:
         self.rng = rng
         self.next: dict[str, list[str]] = defaultdict(list)
         tokens = _WORD.findall(corpus)
-        for a, b in zip(tokens, tokens[1:], strict=False):
+        for a, b in itertools.pairwise(tokens):
             self.next[a].append(b)
-        self.starts = [b for a, b in zip(tokens, tokens[1:], strict=False) if a == "."]
+        self.starts = [b for a, b in itertools.pairwise(tokens) if a == "."]
         self.words = Counter(t.lower() for t in tokens if t[0].isalpha())
 
     def sentence(self, limit: int) -> str:
@@ -128,10 +133,15 @@ def fill(engine: Engine, total: int, rng: random.Random, chain: Chain) -> dict[s
         conn.execute(
             insert(channels),
             [
-                {"id": c, "name": f"channel-{i}", "type": "group", "created_at": now,
-                 "updated_at": now}
+                {
+                    "id": c,
+                    "name": f"channel-{i}",
+                    "type": "group",
+                    "created_at": now,
+                    "updated_at": now,
+                }
                 for i, c in enumerate(channel_ids)
-            ],  # fmt: skip
+            ],
         )
         members = [
             {"channel_id": c, "user_id": uid, "position": n}
@@ -185,9 +195,11 @@ def fill(engine: Engine, total: int, rng: random.Random, chain: Chain) -> dict[s
 
 
 def query_sets(chain: Chain, rng: random.Random) -> dict[str, list[str]]:
-    words = [w for w, _ in chain.words.most_common() if len(w) > 2 and "'" not in w]
+    ranked = [w for w, _ in chain.words.most_common() if "'" not in w]
+    common, words = ranked[:COMMON], [w for w in ranked[COMMON:] if len(w) > 2]
     weights = [chain.words[w] for w in words]
     single = rng.choices(words, weights=weights, k=QUERIES)
+    function_words = rng.choices(common, k=QUERIES)
     phrases = []
     while len(phrases) < QUERIES:
         sentence = chain.sentence(12).rstrip(".!?,;:").split()
@@ -212,7 +224,12 @@ def query_sets(chain: Chain, rng: random.Random) -> dict[str, list[str]]:
                 ]
             )
         )
-    return {"words": single, "phrases": phrases, "operators": operators}
+    return {
+        "words": single,
+        "common_words": function_words,
+        "phrases": phrases,
+        "operators": operators,
+    }
 
 
 def timed(

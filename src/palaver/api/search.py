@@ -39,7 +39,7 @@ async def search_messages(
         Sort,
         Query(
             description="`relevance` (default): best first, BM25 on SQLite and ts_rank on "
-            "PostgreSQL among the newest 5,000 matches; `recent`: newest first. A query of "
+            "PostgreSQL among the newest 1,000 matches; `recent`: newest first. A query of "
             "operators only is always newest first."
         ),
     ] = "relevance",

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -21,7 +22,7 @@ from palaver.errors import Invalid
 from palaver.search.query import Query
 
 Sort = Literal["relevance", "recent"]
-RANKED_CANDIDATES = 5000
+RANKED_CANDIDATES = 1000
 """`relevance` ranks the newest this many matches (of the whole history when fewer match):
 ranking every match of a common word among a million messages would cost far more than a
 search may, and a chat's useful answers are rarely the oldest of thousands."""
@@ -126,20 +127,23 @@ def marked(text: str, escaped: bool = False) -> str:
     escape = (lambda t: t) if escaped else escape_html
     out: list[str] = []
     open_ = False
-    plain: list[str] = []
-    for char in text:
-        if char == START and not open_:
-            out.append(escape("".join(plain)) + "<mark>")
-            plain, open_ = [], True
-        elif char == STOP and open_:
-            out.append(escape("".join(plain)) + "</mark>")
-            plain, open_ = [], False
-        elif char not in (START, STOP):
-            plain.append(char)
-    out.append(escape("".join(plain)))
+    for piece in _MARKERS.split(text):
+        if piece == START:
+            if not open_:
+                out.append("<mark>")
+                open_ = True
+        elif piece == STOP:
+            if open_:
+                out.append("</mark>")
+                open_ = False
+        elif piece:
+            out.append(escape(piece))
     if open_:
         out.append("</mark>")
     return "".join(out)
+
+
+_MARKERS = re.compile(f"([{START}{STOP}])")
 
 
 def plain_snippet(content: str) -> str:
