@@ -159,6 +159,8 @@ GRAMMAR: list[tuple[str, set[str]]] = [
     ("special )", {"hostile"}),
     ("-* special", {"hostile"}),
     ('special ""', {"hostile"}),
+    ("special\x00NEAR", {"hostile"}),
+    ("special\u200b", {"hostile"}),
     # what is no longer (or not yet) there
     ("kumquat", set()),
     ("persimmon", {"edited"}),

@@ -73,6 +73,8 @@ def parse(text: str) -> Query:
     """The query `text` as a `Query`; `Invalid` for anything malformed, naming it."""
     if len(text) > MAX_QUERY_CHARS:
         raise Invalid(f"The query is longer than {MAX_QUERY_CHARS} characters.", field="q")
+    # NUL ends a string for FTS5 and is refused by PostgreSQL: a separator, as other controls.
+    text = text.replace("\x00", " ")
     parts = _Parts()
     pos = 0
     n = len(text)
