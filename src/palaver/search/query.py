@@ -73,8 +73,10 @@ def parse(text: str) -> Query:
     """The query `text` as a `Query`; `Invalid` for anything malformed, naming it."""
     if len(text) > MAX_QUERY_CHARS:
         raise Invalid(f"The query is longer than {MAX_QUERY_CHARS} characters.", field="q")
-    # NUL ends a string for FTS5 and is refused by PostgreSQL: a separator, as other controls.
-    text = text.replace("\x00", " ")
+    # NUL ends a string for FTS5 and is refused by PostgreSQL; invisible format characters
+    # (a zero-width space, a soft hyphen) separate words for FTS5 and join them for
+    # PostgreSQL: all are separators here, so that both engines read the same words.
+    text = "".join(" " if c == "\x00" or unicodedata.category(c) == "Cf" else c for c in text)
     parts = _Parts()
     pos = 0
     n = len(text)
