@@ -41,6 +41,7 @@ from palaver.search.postgres import PostgresMessageSearch
 from palaver.search.query import parse
 from palaver.search.sqlite import SqliteMessageSearch
 from palaver.store import migrate
+from palaver.store.db import _SqliteUnits
 from palaver.store.tables.core import agents, channel_members, channels, messages, users
 from palaver.store.urls import sync_url
 
@@ -293,9 +294,38 @@ def run(kind: str, total: int, seed: int) -> dict[str, Any]:
                     print(f"  {name}/{sort}: {results[f'{name}/{sort}']}", flush=True)
                 results[f"guest_words/{sort}"] = timed(engine, adapter, sets["words"], guest, sort)
                 print(f"  guest_words/{sort}: {results[f'guest_words/{sort}']}", flush=True)
+            erased = erasure(url, engine) if kind == "sqlite" else None
             engine.dispose()
-            return {"engine": kind, **built, "results": results}
+            return {"engine": kind, **built, "results": results, "erasure": erased}
     raise AssertionError("no engine")
+
+
+def erasure(url: str, engine: Engine) -> dict[str, Any]:
+    """What a deletion's erasure costs on SQLite: the search index merged in steps on the
+    writer's thread, as `Database.erase_freed` does (the longest step is what a post that
+    comes meanwhile waits for)."""
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM messages WHERE id = (SELECT max(id) FROM messages)"))
+    units = _SqliteUnits(url)
+    pages = units.search_index_pages()
+    steps: list[float] = []
+    start = time.perf_counter()
+    while True:
+        began = time.perf_counter()
+        worked = units.merge_search_index()
+        steps.append((time.perf_counter() - began) * 1000)
+        if not worked:
+            break
+    total = time.perf_counter() - start
+    units.close()
+    result = {
+        "index_pages": pages,
+        "steps": len(steps),
+        "total_s": round(total, 2),
+        "longest_step_ms": round(max(steps), 1),
+    }
+    print(f"  erasure: {result}", flush=True)
+    return result
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -314,6 +344,14 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {r['median_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['mean_hits']} |"
         )
+    erased = report.get("erasure")
+    if erased:
+        lines += [
+            "",
+            f"Erasing a deletion from the search index: {erased['index_pages']:,} index pages "
+            f"merged in {erased['steps']} steps, {erased['total_s']} s in all, the longest step "
+            f"(what a post waits for at most) {erased['longest_step_ms']} ms.",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -3,6 +3,7 @@ reactions and threads, over the API and the socket (issue 22)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -163,11 +164,25 @@ def test_a_deleted_message_leaves_no_trace_in_the_data_dir(
         ]
 
     assert holders(), "the text was in a file of the data dir first"
-    owner.ok("DELETE", f"/api/messages/{message_id}")
+    # Others keep posting meanwhile: the search index's merge goes on in steps between their
+    # writes, and must still reach the deleted words.
+    stop = threading.Event()
 
-    deadline = time.monotonic() + 5
-    while holders() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    def chatter() -> None:
+        with server.login() as poster:
+            while not stop.is_set():
+                post(poster, channel, f"meanwhile {unique()}")
+
+    posting = threading.Thread(target=chatter)
+    posting.start()
+    try:
+        owner.ok("DELETE", f"/api/messages/{message_id}")
+        deadline = time.monotonic() + 5
+        while holders() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        posting.join()
     assert holders() == []
 
 
