@@ -66,6 +66,11 @@ def what_the_api_shows(owner: Api, agent_id: str, channel_id: str) -> dict[str, 
         "documents": owner.ok("GET", "/api/rag/documents", params={"agentId": agent_id}),
         "memories": owner.ok("GET", f"/api/agents/{agent_id}/memories"),
         "schedules": owner.ok("GET", "/api/schedules")["schedules"],
+        "search": [
+            r["message"]["id"]
+            for q in ("welcome", "notes", "from:@Owner is:thread")
+            for r in owner.ok("GET", "/api/search", params={"q": q})["results"]
+        ],
         "guests": owner.ok("GET", "/api/guests")["guests"],
         "settings": owner.ok("GET", "/api/settings"),
     }
@@ -107,6 +112,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory) -> Installation:
         seen = what_the_api_shows(owner, agent["id"], channel["id"])
         assert seen["documents"]["documents"] and seen["memories"]["memories"]
         assert seen["threads"] and len(seen["versions"][0]["versions"]) == 2
+        assert len(seen["search"]) == 3, "the copied messages are searchable on PostgreSQL"
         token = guest.api.token
         guest.close()
         owner.close()

@@ -15,6 +15,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
+from palaver import search
 from palaver.knowledge.index.postgres import SEARCH_COLUMNS, SEARCH_INDEXES
 from palaver.store import migrate
 from palaver.store.tables import metadata
@@ -203,11 +204,15 @@ def test_chunks_and_vectors_of_older_versions_are_searchable_on_postgresql(
 def _not_search_only(
     item: object, name: str | None, kind: str, reflected: bool, other: object
 ) -> bool:
-    """Leaves out what migration 0009 adds on PostgreSQL alone for its search index."""
+    """Leaves out what migrations 0009 (knowledge) and 0012 (messages) add for their search
+    indexes outside the table definitions: PostgreSQL's columns and indexes, SQLite's FTS5
+    tables."""
     table = getattr(getattr(item, "table", None), "name", None)
+    if kind == "table":
+        return not (name or "").startswith(search.SQLITE_TABLES)
     if kind == "column":
-        return (table, name) not in SEARCH_COLUMNS
-    return not (kind == "index" and name in SEARCH_INDEXES)
+        return (table, name) not in SEARCH_COLUMNS | search.POSTGRESQL_COLUMNS
+    return not (kind == "index" and name in SEARCH_INDEXES | search.POSTGRESQL_INDEXES)
 
 
 def test_the_migrations_make_the_schema_the_tables_describe(store: Store) -> None:
@@ -241,3 +246,37 @@ def test_start_up_runs_the_migrations(store: Store, tmp_path: Path) -> None:
             assert owner.ok("GET", "/api/me")["user"]["id"] == "user_01OWNER"
     finally:
         server.stop()
+
+
+def test_messages_of_older_versions_are_searchable_after_upgrade_and_downgrade_leaves_none(
+    store: Store,
+) -> None:
+    """0012 indexes the messages already there (and only those people read), and its
+    downgrade leaves neither FTS5 tables nor triggers nor the tsvector column behind."""
+    migrate.upgrade(store.url, "0010_node_leases")
+    store.fill()
+    migrate.upgrade(store.url, "0011_message_lifecycle")
+    extra = [
+        ("msg_02TXT", "ch_01OLD", None, "user_01GUEST", "composting the soil", "text"),
+        ("msg_02TOOL", "ch_01OLD", "agent_01OLD", None, "composting tool", "tool_call"),
+    ]
+    store.insert(
+        "messages", [(*row, "{}", STAMP, None, None, None, 0, None, None, None) for row in extra]
+    )
+    migrate.upgrade(store.url)
+    if store.path is not None:
+        found = "SELECT m.id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid "
+        found += "WHERE messages_fts MATCH ?"
+        triggers = "SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts%'"
+    else:
+        found = "SELECT id FROM messages WHERE search_tsv @@ plainto_tsquery('palaver_search', %s)"
+        triggers = (
+            "SELECT column_name FROM information_schema.columns WHERE column_name = 'search_tsv'"
+        )
+    assert store.rows(found, ("composted",)) == [("msg_02TXT",)]
+    assert store.rows(found, ("the",)) == [("msg_02TXT",)]
+    migrate.downgrade(store.url, "0011_message_lifecycle")
+    assert store.rows(triggers) == []
+    assert store.core() == _expected() | {"messages": store.core()["messages"]}
+    migrate.upgrade(store.url)
+    assert store.rows(found, ("soil",)) == [("msg_02TXT",)]

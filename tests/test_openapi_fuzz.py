@@ -15,8 +15,10 @@ import pytest
 import schemathesis
 from hypothesis import strategies as st
 from schemathesis import Case
+from schemathesis.checks import CheckFunction
 from schemathesis.config import SchemathesisConfig
 from schemathesis.schemas import BaseSchema
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.support import Api, Server, new_agent, new_channel, unique
 
@@ -135,8 +137,14 @@ def test_every_operation_keeps_the_schema_s_promises(
         # A session of its own to end: the role's session serves every other case.
         with fuzz_server.login(password, headers=OWN_ADDRESS) as throwaway:
             token = throwaway.token
+    excluded: list[CheckFunction] = []
+    if case.operation.label == "GET /api/search":
+        # Its grammar (and its cursors) go beyond what a JSON schema states: a query such as
+        # `from:` or `"unbalanced` is any string to the schema and a 400 to the contract
+        # (docs/SPEC.md, section 11). Every other check holds, no 5xx among them.
+        excluded.append(positive_data_acceptance)
     try:
-        case.call_and_validate(headers={"Cookie": f"session={token}"})
+        case.call_and_validate(headers={"Cookie": f"session={token}"}, excluded_checks=excluded)
     finally:
         if case.operation.label == "PUT /api/settings":
             restore_settings(fuzz_owner, baseline)

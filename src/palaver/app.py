@@ -33,6 +33,7 @@ from palaver.api import (
     rag,
     replies,
     schedules,
+    search,
     tools,
     uploads,
     web_client,
@@ -54,6 +55,7 @@ from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
 from palaver.realtime import ws
 from palaver.realtime.hub import Hub
+from palaver.search.pick import message_search
 from palaver.services import Services
 from palaver.store import migrate
 from palaver.store.counts import install as install_counts
@@ -97,6 +99,7 @@ def build_services(config: Config) -> Services:
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
     )
+    svc.message_search = message_search(db)
     rerankers = svc.rerankers = Rerankers(db, svc.providers)
     svc.tools.register(MemoryWriteTool(db, svc.memories))
     svc.tools.register(MemorySearchTool(db, svc.memories))
@@ -208,6 +211,7 @@ def create_app(config: Config) -> FastAPI:
         memories.router,
         chains.router,
         schedules.router,
+        search.router,
         tools.router,
         ws.router,
     ):

@@ -20,6 +20,7 @@ from palaver.knowledge.service import KnowledgeBase
 from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
 from palaver.realtime.hub import Hub
+from palaver.search.base import MessageSearch
 from palaver.store.db import Database
 from palaver.tools.registry import ToolRegistry
 
@@ -52,6 +53,7 @@ class Services:
     chains: ChainCoordinator = field(init=False)
     rerankers: Rerankers = field(init=False)
     scheduler: Scheduler = field(init=False)
+    message_search: MessageSearch = field(init=False)
     owner_key_tag: str = ""
     owner_id: str = ""
     on_user_message: list[MessageHandler] = field(default_factory=list)

@@ -174,6 +174,29 @@ class MessagePosted(Shape):
     ok: bool
 
 
+class SearchChannel(Shape):
+    id: str
+    name: str
+    type: ChannelType
+
+
+class SearchResult(Shape):
+    message: Message
+    channel: SearchChannel
+    """The channel the message is in."""
+    snippet: str
+    """HTML: the message's text around its matched words, HTML-escaped, each matched word
+    (as the engine stems it) inside `<mark>`; no other markup. A search of operators only
+    gives the message's first 200 characters, escaped, without marks."""
+
+
+class SearchResults(Shape):
+    results: list[SearchResult]
+    """Best first (`sort=relevance`) or newest first (`sort=recent`)."""
+    nextCursor: str | None
+    """Pass as `cursor` (with the same `q` and `sort`) for the next page; null on the last."""
+
+
 class ChainStep(Shape):
     step: int
     agentId: str

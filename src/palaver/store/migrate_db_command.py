@@ -18,8 +18,9 @@ from palaver.progress import ProgressBar
 from palaver.store.copy import Report, SchemaNotReached, TargetNotEmpty, migrate_db
 from palaver.store.urls import backend, shown, sync_url
 
-FULL_TEXT = "chunks_fts"
-"""How SQLite's full-text tables are named: the per-agent FTS5 tables and their shadow tables."""
+FULL_TEXT = ("chunks_fts", "messages_fts")
+"""How SQLite's full-text tables are named: the per-agent FTS5 tables of the knowledge base,
+the message search table (issue 23), and their shadow tables."""
 
 
 def migrate_db_command(target: str, source: str | None, data_dir: Path, quiet: bool) -> int:
@@ -90,7 +91,7 @@ def _print_report(report: Report, data_dir: Path) -> None:
     if full_text:
         print(
             f"Not copied, SQLite's own: {len(full_text)} full-text tables "
-            "(PostgreSQL's search index is built from chunks and vectors)."
+            "(PostgreSQL's search indexes are built from chunks, vectors and messages)."
         )
     left = [
         *(name for name in report.sqlite_only if not name.startswith(FULL_TEXT)),
@@ -102,7 +103,8 @@ def _print_report(report: Report, data_dir: Path) -> None:
         kept = [*report.postgresql_only, *report.postgresql_only_columns]
         print(f"Only in PostgreSQL, made by its migrations: {', '.join(kept)}.")
     print(
-        "PostgreSQL's search columns (chunks.tsv, vectors.embedding) derived from the copied "
+        "PostgreSQL's search columns (chunks.tsv, vectors.embedding; messages.search_tsv, "
+        "generated) derived from the copied "
         f"rows: {report.derived_vectors:,} vectors."
     )
     for reset in report.sequences:

@@ -1,0 +1,73 @@
+"""What every engine's search shares: the operators and visibility as SQL conditions on
+`messages`, and the read of a page's messages with their channels."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time
+
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
+
+from palaver.domain import Message
+from palaver.search.base import Viewer
+from palaver.search.query import Query
+from palaver.store.messages import from_row
+from palaver.store.tables.core import agents, channel_members, channels, messages, users
+
+INDEXED_TYPES = ("text", "image", "file")
+"""What people read as messages; tool records fold into replies and are not searched."""
+IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "bmp")
+
+
+def narrowing(query: Query, viewer: Viewer) -> list[ColumnElement[bool]]:
+    """The conditions every search holds to: not deleted, a kind people read, a channel the
+    viewer reads (filtered in the query itself), and the query's operators."""
+    m = messages.c
+    conditions: list[ColumnElement[bool]] = [m.deleted_at.is_(None), m.type.in_(INDEXED_TYPES)]
+    if not viewer.reads_everything:
+        conditions.append(
+            m.channel_id.in_(
+                select(channel_members.c.channel_id).where(
+                    channel_members.c.user_id == viewer.user_id
+                )
+            )
+        )
+    if query.channels:
+        names = [name.lower() for name in query.channels]
+        conditions.append(
+            m.channel_id.in_(select(channels.c.id).where(func.lower(channels.c.name).in_(names)))
+        )
+    if query.authors:
+        names = [name.lower() for name in query.authors]
+        conditions.append(
+            or_(
+                m.user_id.in_(select(users.c.id).where(func.lower(users.c.name).in_(names))),
+                m.agent_id.in_(select(agents.c.id).where(func.lower(agents.c.name).in_(names))),
+            )
+        )
+    uploads = m.content.like("%/uploads/%")
+    if "file" in query.has:
+        conditions.append(or_(m.type.in_(("file", "image")), uploads))
+    if "image" in query.has:
+        images = or_(*(func.lower(m.content).like(f"%.{ext}%") for ext in IMAGE_EXTENSIONS))
+        conditions.append(or_(m.type == "image", and_(uploads, images)))
+    if "link" in query.has:
+        conditions.append(or_(m.content.like("%http://%"), m.content.like("%https://%")))
+    if query.in_thread:
+        conditions.append(m.thread_id.is_not(None))
+    if query.after is not None:
+        conditions.append(m.created_at >= datetime.combine(query.after, time(), UTC))
+    if query.before is not None:
+        conditions.append(m.created_at < datetime.combine(query.before, time(), UTC))
+    return conditions
+
+
+def with_channels(conn: Connection, ids: list[str]) -> dict[str, tuple[Message, str, str]]:
+    """The messages of `ids` with their channel's name and type, in one read."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        select(messages, channels.c.name.label("channel_name"), channels.c.type.label("kind"))
+        .join(channels, channels.c.id == messages.c.channel_id)
+        .where(messages.c.id.in_(ids))
+    )
+    return {row.id: (from_row(row), row.channel_name, row.kind) for row in rows}

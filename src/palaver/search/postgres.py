@@ -1,0 +1,125 @@
+"""Message search on PostgreSQL: the generated `messages.search_tsv` column with its GIN index
+(migration 0012), in the configuration `palaver_search` (English Snowball stems, no stop
+words, so that every word a person types counts as it does on SQLite).
+
+Each word and phrase is a bound parameter of `phraseto_tsquery` (a word the parser cuts in
+several, as `don't`, is a phrase of them, as FTS5 makes it); the pieces are joined with
+tsquery's `&&`, `||` and `!!` in SQL, so no user text is ever read as tsquery syntax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, func, literal_column, select
+
+from palaver.search.base import (
+    RANKED_CANDIDATES,
+    SNIPPET_TOKENS,
+    START,
+    STOP,
+    Found,
+    Hit,
+    Position,
+    Sort,
+    Viewer,
+    decode_cursor,
+    encode_cursor,
+    marked,
+    plain_snippet,
+)
+from palaver.search.narrowing import narrowing, with_channels
+from palaver.search.query import Query, Terms
+from palaver.store.tables.core import messages
+
+CONFIG: ColumnElement[Any] = literal_column("'palaver_search'::regconfig")
+TSV: ColumnElement[Any] = literal_column("messages.search_tsv")
+HEADLINE_OPTIONS = f"StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_TOKENS}, MinWords=12"
+
+
+def _tsquery(parts: tuple[Terms, ...], joiner: str) -> Any:
+    pieces = [func.phraseto_tsquery(CONFIG, p.text) for p in parts]
+    combined: Any = pieces[0]
+    for piece in pieces[1:]:
+        combined = combined.op(joiner)(piece)
+    return combined
+
+
+def _matches(query: Query) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = []
+    if query.required:
+        conditions.append(TSV.op("@@")(_tsquery(query.required, "&&")))
+    if query.excluded:
+        excluded = TSV.op("@@")(_tsquery(query.excluded, "||"))
+        conditions.append(func.coalesce(excluded, False).is_(False))
+    return conditions
+
+
+class PostgresMessageSearch:
+    def search(
+        self,
+        conn: Connection,
+        query: Query,
+        viewer: Viewer,
+        sort: Sort,
+        limit: int,
+        cursor: str | None,
+        query_text: str,
+    ) -> Found:
+        position = decode_cursor(cursor, query_text, sort)
+        found = select(messages.c.id).where(*narrowing(query, viewer), *_matches(query))
+        if sort == "relevance" and query.required:
+            candidates = (
+                found.add_columns(func.ts_rank(TSV, _tsquery(query.required, "&&")).label("score"))
+                .order_by(messages.c.id.desc())
+                .limit(RANKED_CANDIDATES)
+                .subquery()
+            )
+            page = (
+                select(candidates.c.id)
+                .order_by(candidates.c.score.desc(), candidates.c.id.desc())
+                .offset(position.offset)
+                .limit(limit + 1)
+            )
+            ids = list(conn.execute(page).scalars())
+            following = Position(offset=position.offset + limit) if len(ids) > limit else None
+        else:
+            if isinstance(position.key, str):
+                found = found.where(messages.c.id < position.key)
+            ids = list(
+                conn.execute(found.order_by(messages.c.id.desc()).limit(limit + 1)).scalars()
+            )
+            following = Position(key=ids[limit - 1]) if len(ids) > limit else None
+        ids = ids[:limit]
+        snippets = _headlines(conn, query, ids)
+        loaded = with_channels(conn, ids)
+        hits = []
+        for message_id in ids:
+            message, name, kind = loaded[message_id]
+            headline = snippets.get(message_id)
+            hits.append(
+                Hit(
+                    message=message,
+                    channel_id=message.channel_id,
+                    channel_name=name,
+                    channel_type=kind,
+                    snippet=marked(headline, escaped=True)
+                    if headline is not None
+                    else plain_snippet(message.content),
+                )
+            )
+        next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
+        return Found(hits=hits, next_cursor=next_cursor)
+
+
+def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:
+    if not query.required or not ids:
+        return {}
+    # Escaped before: ts_headline drops what its parser reads as HTML tags (`<b>`), which a
+    # message about code must keep; entities (`&lt;`) it passes through whole.
+    content: Any = messages.c.content
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
+        content = func.replace(content, char, entity)
+    headline = func.ts_headline(CONFIG, content, _tsquery(query.required, "&&"), HEADLINE_OPTIONS)
+    rows = conn.execute(select(messages.c.id, headline.label("s")).where(messages.c.id.in_(ids)))
+    return {row.id: str(row.s) for row in rows}
