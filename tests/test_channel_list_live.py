@@ -11,6 +11,7 @@ from tests.support import (
     Guest,
     Server,
     Ws,
+    new_agent,
     new_channel,
     post,
     unique,
@@ -132,3 +133,13 @@ def test_the_owner_deletes_a_channel_with_its_messages_threads_and_files(
         assert owner.delete(f"/api/channels/{channel}").status_code == 404
         found = owner.ok("GET", "/api/search", params={"q": "reply"})["results"]
         assert all(r["channel"]["id"] != channel for r in found)
+
+
+def test_an_agent_deleted_leaves_its_channels_in_everyones_list(server: Server, owner: Api) -> None:
+    agent = new_agent(owner)
+    with Guest(server, owner) as guest:
+        channel = new_channel(owner, [agent["id"]], member_ids=[guest.id])["id"]
+        with Ws(server, guest.api.token) as ws:
+            owner.ok("DELETE", f"/api/agents/{agent['id']}")
+            updated = channel_event(ws, channel)
+        assert updated["type"] == "channel_updated" and updated["data"]["agentIds"] == []

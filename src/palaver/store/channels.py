@@ -72,6 +72,12 @@ async def list_for_member(conn: AsyncConnection, user_id: str) -> list[Channel]:
     return await _hydrate(conn, list(await conn.execute(query)))
 
 
+async def list_with_agent(conn: AsyncConnection, agent_id: str) -> list[Channel]:
+    with_agent = select(channel_agents.c.channel_id).where(channel_agents.c.agent_id == agent_id)
+    query = _ordered(select(channels).where(channels.c.id.in_(with_agent)))
+    return await _hydrate(conn, list(await conn.execute(query)))
+
+
 async def create(conn: AsyncConnection, channel: Channel) -> None:
     await conn.execute(
         insert(channels).values(
