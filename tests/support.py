@@ -212,6 +212,17 @@ class Ws:
             if event["type"] == kind and all(data.get(k) == v for k, v in fields.items()):
                 return event
 
+    def expect_any(self, kinds: tuple[str, ...], timeout: float = 10) -> dict[str, Any]:
+        """The next event of one of `kinds`; other events are kept in `seen`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no event of {kinds}; saw {self.seen[-10:]}")
+            event = self.recv(left)
+            if event["type"] in kinds:
+                return event
+
     def subscribe(self, channel_id: str) -> None:
         self.send({"type": "subscribe", "channelId": channel_id})
         self.expect("subscribed", channelId=channel_id)

@@ -173,7 +173,8 @@ def test_the_owner_sees_every_channel_and_a_guest_only_its_own(owner: Api, guest
     all_ids = [c["id"] for c in owner.ok("GET", "/api/channels")["channels"]]
     assert theirs["id"] in all_ids and hidden["id"] in all_ids
     seen = guest.api.ok("GET", "/api/channels")["channels"]
-    assert seen == [owner.ok("GET", f"/api/channels/{theirs['id']}")["channel"]]
+    read_state = {"lastReadId": None, "unreadCount": 0, "mentionCount": 0}
+    assert seen == [{**owner.ok("GET", f"/api/channels/{theirs['id']}")["channel"], **read_state}]
     assert guest.api.ok("GET", f"/api/channels/{theirs['id']}")["channel"]["id"] == theirs["id"]
     error = _error(guest.api, "GET", f"/api/channels/{hidden['id']}", 404)
     assert error == _error(guest.api, "GET", "/api/channels/ch_missing", 404).replace(
@@ -194,7 +195,10 @@ def test_a_guest_removed_from_a_channel_loses_it_at_once(
         post(owner, channel, "no longer for the guest")
         ws.send({"type": "ping"})
         ws.expect("pong")
-        assert [e["type"] for e in ws.seen[mark:]] == ["pong"]
+        assert ws.seen[mark:] == [
+            {"type": "channel_removed", "data": {"id": channel}},
+            {"type": "pong"},
+        ], "the guest learns it lost the channel, and nothing of it after"
         _error(guest.api, "GET", f"/api/channels/{channel}", 404)
         ws.send({"type": "subscribe", "channelId": channel})
         assert ws.expect("error")["data"]["code"] == "not_found"

@@ -524,3 +524,19 @@ def test_the_same_change_at_once_through_both_nodes_is_applied_once_or_in_turn(
         assert versions[0]["content"] == f"edit me {n}"
         assert sorted(v["content"] for v in versions[1:]) == ["from A", "from B"]
         assert message["content"] == versions[-1]["content"]
+
+
+def test_channel_list_mentions_and_read_state_reach_a_persons_socket_on_the_other_node(
+    pair: Pair, wide_limits: None
+) -> None:
+    with Guest(pair.b, pair.owner_a) as guest, Ws(pair.b, guest.api.token) as ws:
+        channel = new_channel(pair.owner_a, member_ids=[guest.id])["id"]
+        assert ws.expect("channel_created", id=channel)["data"]["unreadCount"] == 0
+        sent = post(pair.owner_a, channel, f"@{guest.user['name']} over here")
+        assert ws.expect("mention", messageId=sent)["data"]["channelId"] == channel
+        reader = pair.a.login(guest.key)
+        reader.ok("POST", f"/api/channels/{channel}/read", json={"messageId": sent})
+        ws.expect("read_updated", channelId=channel, lastReadId=sent, unreadCount=0)
+        pair.owner_a.ok("DELETE", f"/api/channels/{channel}")
+        ws.expect("channel_removed", id=channel)
+        reader.close()

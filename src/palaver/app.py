@@ -231,6 +231,8 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
     elif event.get("type") == "message_changed" and event.get("deleted"):
         for message_id in event["messageIds"]:
             svc.dispatcher.runner.cancel_answers_to(message_id)
+    elif event.get("type") == "channel_deleted":
+        svc.dispatcher.runner.cancel_in_channel(event["channelId"])
     elif event.get("type") == "schedules_changed":
         svc.scheduler.wake()
     elif event.get("type") == "settings_changed":

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from palaver.actions.channel_events import tell_people
 from palaver.bus.base import CONTROL
 from palaver.domain import BUILTIN_TOOLS, Agent, User
 from palaver.emoji_rule import one_emoji
@@ -13,7 +14,7 @@ from palaver.errors import Conflict, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.settings import model_problem, well_formed_model
-from palaver.store import agents
+from palaver.store import agents, channels
 from palaver.store.tables.base import utcnow
 
 DEFAULT_AVATAR = "🤖"
@@ -138,10 +139,15 @@ async def update(svc: Services, agent_id: str, fields: dict[str, Any]) -> Agent:
 
 
 async def delete(svc: Services, agent_id: str) -> None:
+    """The agent goes, and the people of its channels hear `channel_updated` without it."""
     async with svc.db.write() as tx:
+        holding = await channels.list_with_agent(tx.conn, agent_id)
         if not await agents.delete_agent(tx.conn, agent_id):
             raise NotFound(f"No agent has the id '{agent_id}'.")
         await svc.index.drop_agent(tx, agent_id)
         tx.on_commit(
             lambda: svc.bus.publish(CONTROL, {"type": "agent_deleted", "agentId": agent_id})
         )
+    for before in holding:
+        after = replace(before, agent_ids=[a for a in before.agent_ids if a != agent_id])
+        await tell_people(svc, before, after)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from palaver.actions.channel_events import tell_access_changed, tell_people
+from palaver.actions.erasing import erase_soon, remove_upload_files
 from palaver.bus.base import CONTROL
 from palaver.domain import Channel, ChannelType, User
-from palaver.errors import Invalid, NotFound
+from palaver.errors import Forbidden, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.store import agents, channels, messages, users
+from palaver.store import agents, channels, messages, read_states, users
 from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
 
@@ -38,6 +40,18 @@ async def list_visible(svc: Services, user: User) -> list[Channel]:
         if user.is_owner:
             return await channels.list_all(conn)
         return await channels.list_for_member(conn, user.id)
+
+
+async def list_with_read_state(svc: Services, user: User) -> list[dict[str, Any]]:
+    """The channels the user sees, each with the user's marker and counts: the counts of every
+    channel are one indexed read of the user's rows (kept by the writes, see `read_states`)."""
+    async with svc.db.read() as conn:
+        if user.is_owner:
+            found = await channels.list_all(conn)
+        else:
+            found = await channels.list_for_member(conn, user.id)
+        states = await conn.run_sync(read_states.of_user, user.id)
+    return [{**c.as_json(), **states.get(c.id, read_states.NOTHING_READ).as_json()} for c in found]
 
 
 async def unread(
@@ -97,6 +111,8 @@ async def create(
     async with svc.db.write() as tx:
         await _check_ids(tx, agent_ids, member_ids)
         await channels.create(tx.conn, channel)
+        await tx.conn.run_sync(read_states.start_reading, channel.id, member_ids)
+        tx.on_commit(lambda: tell_people(svc, None, channel))
     return channel
 
 
@@ -133,10 +149,45 @@ async def update(
             updated_at=utcnow(),
         )
         await channels.replace(tx.conn, updated)
-        tx.on_commit(
-            lambda: svc.bus.publish(
-                CONTROL,
-                {"type": "channel_access", "channelId": channel_id, "memberIds": new_members},
-            )
-        )
+        joined = [m for m in new_members if m not in channel.member_ids]
+        left = [m for m in channel.member_ids if m not in new_members]
+        marker = await tx.conn.run_sync(read_states.start_reading, channel_id, joined)
+        await tx.conn.run_sync(read_states.stop_reading, channel_id, left)
+        tx.on_commit(lambda: tell_access_changed(svc, channel_id, new_members))
+        tx.on_commit(lambda: tell_people(svc, channel, updated, marker))
     return updated
+
+
+async def leave(svc: Services, user: User, channel_id: str) -> None:
+    """A guest leaves a channel it is in; the owner reads every channel and cannot."""
+    await visible(svc, user, channel_id)
+    if user.is_owner:
+        raise Forbidden("The owner reads every channel and cannot leave one.")
+    async with svc.db.write() as tx:
+        channel = await channels.get(tx.conn, channel_id)
+        if channel is None or user.id not in channel.member_ids:
+            raise NotFound(f"No channel has the id '{channel_id}'.")
+        members = [m for m in channel.member_ids if m != user.id]
+        updated = replace(channel, member_ids=members, updated_at=utcnow())
+        await channels.replace(tx.conn, updated)
+        await tx.conn.run_sync(read_states.stop_reading, channel_id, [user.id])
+        tx.on_commit(lambda: tell_access_changed(svc, channel_id, members))
+        tx.on_commit(lambda: tell_people(svc, channel, updated))
+
+
+async def delete(svc: Services, channel_id: str) -> None:
+    """The owner deletes a channel with everything in it: its messages are erased as a deleted
+    message is, an upload only they named is removed from disk, and every node stops the
+    replies being written there."""
+    async with svc.db.write() as tx:
+        channel = await channels.get(tx.conn, channel_id)
+        if channel is None:
+            raise NotFound(f"No channel has the id '{channel_id}'.")
+        orphans = await channels.delete_channel(tx.conn, channel_id)
+        tx.on_commit(lambda: tell_access_changed(svc, channel_id, []))
+        tx.on_commit(
+            lambda: svc.bus.publish(CONTROL, {"type": "channel_deleted", "channelId": channel_id})
+        )
+        tx.on_commit(lambda: tell_people(svc, channel, None))
+    await remove_upload_files(svc, orphans)
+    erase_soon(svc)

@@ -5,27 +5,24 @@ event that makes every node forget the message's JSON (`message_events.changed`)
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from datetime import datetime
 from typing import Any
 
-import anyio
+from sqlalchemy import Connection
 
 from palaver.actions.channels import visible
+from palaver.actions.erasing import erase_soon, remove_upload_files
 from palaver.actions.messages import check_content
-from palaver.actions.uploads import safe_name_shape
 from palaver.domain import Channel, Message, User
 from palaver.emoji_rule import one_emoji
 from palaver.errors import Forbidden, Invalid, NotFound
 from palaver.message_events import changed, react_as
 from palaver.services import Services
-from palaver.store import message_changes, messages
+from palaver.store import message_changes, messages, read_states
 from palaver.store.tables.base import utcnow
 
 log = logging.getLogger(__name__)
-
-ERASED_WITHIN = 5.0
-"""Seconds within which a deleted message's text leaves every file of the data dir."""
 
 
 async def _readable(svc: Services, user: User, message_id: str) -> tuple[Message, Channel]:
@@ -74,28 +71,23 @@ async def delete(svc: Services, user: User, message_id: str) -> None:
     if not (user.is_owner or _is_authors(user, message)):
         raise Forbidden("Only the author of a message, or the owner, may delete it.")
     now = utcnow()
-    erased, root, orphans = await svc.db.write_unit(
-        lambda conn: message_changes.erase(conn, message_id, now)
-    )
+    erased, root, orphans = await svc.db.write_unit(lambda conn: _erase(conn, message_id, now))
     await changed(svc, erased, deleted=True)
     if root is not None:
         await changed(svc, root)
-    for path in orphans:
-        month, _, name = path.partition("/")
-        if safe_name_shape(name) == name:
-            await anyio.Path(svc.config.uploads_dir / month / name).unlink(missing_ok=True)
-    _erase_soon(svc)
+    await remove_upload_files(svc, orphans)
+    erase_soon(svc)
 
 
-_erasing: set[asyncio.Task[bool]] = set()
-
-
-def _erase_soon(svc: Services) -> None:
-    """The freed pages are zeroed by `secure_delete`; what the write-ahead log still holds
-    goes with a checkpoint, tried again while readers hold it open."""
-    task = asyncio.get_running_loop().create_task(svc.db.erase_freed(ERASED_WITHIN))
-    _erasing.add(task)
-    task.add_done_callback(_erasing.discard)
+def _erase(
+    conn: Connection, message_id: str, now: datetime
+) -> tuple[Message, Message | None, list[str]]:
+    """The erasure, and the counts of the people who had not read the message yet."""
+    erased, root, orphans = message_changes.erase(conn, message_id, now)
+    read_states.forget_mentions(conn, message_id)
+    behind = read_states.behind(conn, erased.channel_id, message_id)
+    read_states.recount(conn, erased.channel_id, behind)
+    return erased, root, orphans
 
 
 async def react(svc: Services, user: User, message_id: str, emoji: str, add: bool) -> None:

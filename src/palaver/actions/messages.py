@@ -17,9 +17,10 @@ from palaver.bus.base import channel_topic
 from palaver.domain import MESSAGE_TYPES, Channel, Message, User
 from palaver.errors import Invalid, NotFound, RateLimited
 from palaver.ids import new_id
+from palaver.mention_events import MENTIONS, tell_mentioned, with_mentions
 from palaver.message_events import changed
 from palaver.services import Services
-from palaver.store import message_changes, messages
+from palaver.store import message_changes, messages, read_states
 from palaver.store.db import commit_in_order
 from palaver.store.tables.base import utcnow
 from palaver.store.uploads import names_uploads, record_references
@@ -131,6 +132,11 @@ async def post(
     )
     if not decision.allowed:
         raise RateLimited("You are sending messages too fast; wait a moment.", decision.headers())
+    if "@" in content:
+        async with svc.db.read() as conn:
+            metadata = await with_mentions(conn, channel, metadata or {}, content)
+    elif metadata is not None and MENTIONS in metadata:
+        metadata = {k: v for k, v in metadata.items() if k != MENTIONS}
     draft = Message(
         id="",
         channel_id=channel_id,
@@ -155,13 +161,16 @@ async def post(
         # commit order agree even for messages created in the same millisecond.
         message = replace(draft, id=new_id("msg"), created_at=utcnow())
         roots.clear()
+        people: set[str] | None = None
         if thread_id is not None:
             root = message_changes.thread_root(conn, channel_id, thread_id)
             message = replace(message, thread_id=root.id)
+            people = {*root.participant_ids, *(w for w in (root.user_id, root.agent_id) if w)}
             roots.append(message_changes.count_reply(conn, root, message))
         if idempotency_key:
             messages.remember_idempotency_key(conn, user.id, idempotency_key, message.id, now)
         messages.insert_row(conn, message)
+        read_states.count_new(conn, message, people)
         return message
 
     async with svc.db.in_order(channel_id):
@@ -180,6 +189,7 @@ async def post(
         for root in roots:
             await changed(svc, root)
     await heard
+    await tell_mentioned(svc, stored)
     if hand_on:
         await _hand_on(svc, stored, channel)
     return stored.id, decision.headers()

@@ -1,25 +1,37 @@
-"""Finding the agents a message addresses.
+"""Finding the agents and people a message addresses.
 
-`@Name` matches a member agent's name ignoring case, longest name first, so `@Code Reviewer`
-wins over `@Code`; `@agent_...` matches an id. A mention ends at a non-word character.
-Anything else after `@` is plain text.
+`@Name` matches a member's name (an agent's or a person's) ignoring case, longest name first,
+so `@Code Reviewer` wins over `@Code`; `@agent_...` or `@user_...` matches an id. A mention
+ends at a non-word character. Anything else after `@` is plain text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
-from palaver.domain import Agent
+from palaver.domain import Agent, User
 
 _WORD = re.compile(r"\w")
 
 
-def mentioned(content: str, members: Sequence[Agent]) -> list[Agent]:
-    """Member agents mentioned in `content`, in the order of their first mention, once each."""
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def mentioned(content: str, members: Sequence[N]) -> list[N]:
+    """Members mentioned in `content`, in the order of their first mention, once each."""
     by_id = {a.id: a for a in members}
     names = sorted(members, key=lambda a: -len(a.name))
-    found: list[Agent] = []
+    found: list[N] = []
     i = content.find("@")
     while i != -1:
         start = i + 1
@@ -37,8 +49,8 @@ def _ends_word(text: str, end: int) -> bool:
     return end >= len(text) or _WORD.match(text[end]) is None
 
 
-def _match_id(content: str, start: int, by_id: dict[str, Agent]) -> Agent | None:
-    if not content.startswith("agent_", start):
+def _match_id(content: str, start: int, by_id: dict[str, N]) -> N | None:
+    if not content.startswith(("agent_", "user_"), start):
         return None
     end = start
     while end < len(content) and _WORD.match(content[end]):
@@ -46,11 +58,11 @@ def _match_id(content: str, start: int, by_id: dict[str, Agent]) -> Agent | None
     return by_id.get(content[start:end])
 
 
-def _match_name(content: str, start: int, agents: list[Agent]) -> Agent | None:
-    for agent in agents:
-        end = _folded_end(content, start, agent.name.casefold())
+def _match_name(content: str, start: int, members: list[N]) -> N | None:
+    for member in members:
+        end = _folded_end(content, start, member.name.casefold())
         if end is not None and _ends_word(content, end):
-            return agent
+            return member
     return None
 
 
@@ -65,3 +77,21 @@ def _folded_end(content: str, start: int, folded_name: str) -> int | None:
         folded += content[end].casefold()
         end += 1
     return end if folded == folded_name else None
+
+
+def mentioned_members(
+    content: str, agents: Sequence[Agent], people: Sequence[User]
+) -> tuple[list[Agent], list[User]]:
+    """The agents and the people `content` mentions, in one pass, so that the longest name
+    wins whoever bears it (`@Ada Lovelace` the person over `@Ada` the agent)."""
+    members: list[Agent | User] = [*agents, *people]
+    found = mentioned(content, members)
+    return (
+        [m for m in found if isinstance(m, Agent)],
+        [m for m in found if isinstance(m, User)],
+    )
+
+
+def mentions_metadata(agents: Sequence[Agent], people: Sequence[User]) -> dict[str, list[str]]:
+    """The `mentions` a message's metadata carries: who it names, in order."""
+    return {"userIds": [p.id for p in people], "agentIds": [a.id for a in agents]}

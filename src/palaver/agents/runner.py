@@ -36,7 +36,9 @@ from palaver.llm.base import (
     Usage,
 )
 from palaver.llm.registry import ProviderRegistry
+from palaver.mention_events import tell_mentioned, with_mentions
 from palaver.services import Services
+from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
 from palaver.store.tables.base import utcnow
 from palaver.tools.base import ToolContext
@@ -73,6 +75,7 @@ class _Active:
     finishing: bool = False
     """Streaming is over and the reply is being stored: too late to cancel."""
     trigger_id: str = ""
+    channel_id: str = ""
 
 
 @dataclass
@@ -122,6 +125,12 @@ class ReplyRunner:
             if active.trigger_id == trigger_id:
                 self.cancel(message_id)
 
+    def cancel_in_channel(self, channel_id: str) -> None:
+        """Stop the replies being written in a channel that was deleted."""
+        for message_id, active in list(self._active.items()):
+            if active.channel_id == channel_id:
+                self.cancel(message_id)
+
     def cancel_all(self, reason: str) -> set[asyncio.Task[Any]]:
         """Cancel every reply still streaming; answers the tasks of all replies in flight, the
         ones being stored included, which must be let finish."""
@@ -145,7 +154,9 @@ class ReplyRunner:
         )
         topic = channel_topic(req.channel.id)
         in_thread = {"threadId": reply.thread_id} if reply.thread_id else {}
-        active = _Active(asyncio.current_task(), trigger_id=req.trigger.id)
+        active = _Active(
+            asyncio.current_task(), trigger_id=req.trigger.id, channel_id=req.channel.id
+        )
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:
@@ -376,9 +387,15 @@ class ReplyRunner:
             if ending.get(flag):
                 end[flag] = True
         async with self.svc.db.write() as tx:
+            channel = await channels_store.get(tx.conn, req.channel.id)
+            if channel is None:
+                log.debug("reply %s is dropped: its channel was deleted", reply.id)
+                return stored
             if await messages_store.delete_draft(tx.conn, reply.id) or not await _stored(
                 tx.conn, reply.id
             ):
+                metadata = await with_mentions(tx.conn, channel, stored.metadata, text)
+                stored = replace(stored, metadata=metadata)
                 await messages_store.insert_message(tx.conn, stored)
                 await count_in_thread(self.svc, tx, stored)
             else:
@@ -389,6 +406,7 @@ class ReplyRunner:
                 log.warning("reply %s, taken over as interrupted, is replaced by its end", reply.id)
             tx.on_commit(lambda: self.svc.bus.publish(topic, {"type": "stream_end", "data": end}))
             tx.on_commit(_publisher(self.svc, topic, stored))
+            tx.on_commit(lambda: tell_mentioned(self.svc, stored))
         return stored
 
 

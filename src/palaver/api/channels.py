@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 
-from palaver.actions import channels
+from palaver.actions import channels, reading
 from palaver.api import schemas
 from palaver.api.deps import NOT_BLANK, Body, Caller, Owner, Svc, errors
 from palaver.api.routing import StrictJsonRoute
@@ -50,6 +50,12 @@ class UpdateChannel(Body):
     memberIds: list[str] | None = None
 
 
+class MarkRead(Body):
+    messageId: str = Field(
+        min_length=1, max_length=64, description="The newest message the caller has seen here."
+    )
+
+
 class AddMembers(Body):
     agentIds: list[str] = Field(default_factory=list)
     userIds: list[str] = Field(default_factory=list)
@@ -59,7 +65,8 @@ class AddMembers(Body):
     "", responses={**errors(), **ok(schemas.ChannelList, "The channels the caller can see")}
 )
 async def list_channels(caller: Caller, svc: Svc) -> dict[str, Any]:
-    return {"channels": [c.as_json() for c in await channels.list_visible(svc, caller.user)]}
+    """Each with the caller's read marker, unread and mention counts."""
+    return {"channels": await channels.list_with_read_state(svc, caller.user)}
 
 
 class CountUnread(Body):
@@ -112,3 +119,35 @@ async def add_members(channel_id: str, body: AddMembers, _: Owner, svc: Svc) -> 
         svc, channel_id, agent_ids=body.agentIds, member_ids=body.userIds, add=True
     )
     return {"channel": channel.as_json()}
+
+
+@router.post(
+    "/{channel_id}/read",
+    responses={**errors(404), **ok(schemas.ReadMarked, "The caller's read state of the channel")},
+)
+async def mark_read(channel_id: str, body: MarkRead, caller: Caller, svc: Svc) -> dict[str, Any]:
+    """Move the caller's read marker forward to the message (never back: an older one is
+    accepted and changes nothing); the caller's sockets hear `read_updated` when it moved."""
+    state = await reading.mark_read(svc, caller.user, channel_id, body.messageId)
+    return {"ok": True, **state.as_json()}
+
+
+@router.post(
+    "/{channel_id}/leave",
+    responses={**errors(403, 404), **ok(schemas.Ok, "The caller left the channel")},
+)
+async def leave_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+    """A guest leaves a channel it is in (403 for the owner, who reads every channel)."""
+    await channels.leave(svc, caller.user, channel_id)
+    return {"ok": True}
+
+
+@router.delete(
+    "/{channel_id}",
+    responses={**errors(403, 404), **ok(schemas.Ok, "The channel is gone")},
+)
+async def delete_channel(channel_id: str, _: Owner, svc: Svc) -> dict[str, Any]:
+    """The channel goes with its messages, threads, files only it carried, chains, schedules
+    and read states; its people hear `channel_removed`."""
+    await channels.delete(svc, channel_id)
+    return {"ok": True}

@@ -98,8 +98,26 @@ class Channel(Shape):
     updatedAt: str
 
 
+class ReadState(Shape):
+    lastReadId: str | None
+    """The newest message the caller has read here; null before any."""
+    unreadCount: int
+    """Messages after the marker not written by the caller (text, images, files; the main
+    timeline and the threads the caller takes part in; deleted ones not)."""
+    mentionCount: int
+    """Of those, the ones that mention the caller."""
+
+
+class ChannelListItem(Channel, ReadState):
+    pass
+
+
 class ChannelList(Shape):
-    channels: list[Channel]
+    channels: list[ChannelListItem]
+
+
+class ReadMarked(ReadState):
+    ok: bool
 
 
 class UnreadCount(Shape):

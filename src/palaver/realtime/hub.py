@@ -188,6 +188,11 @@ class Hub:
             for conn in list(self._by_channel.get(channel_id, ())):
                 if not conn.is_owner and conn.user_id not in members:
                     self.unsubscribe(conn, channel_id)
+        elif kind == "channel_deleted":
+            channel_id = event["channelId"]
+            for conn in list(self._by_channel.pop(channel_id, ())):
+                conn.channels.discard(channel_id)
+            self._streams.pop(channel_id, None)
 
 
 def _dumps(event: Event) -> str:

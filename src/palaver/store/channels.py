@@ -9,7 +9,15 @@ from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Channel
-from palaver.store.tables.core import channel_agents, channel_members, channels, users
+from palaver.store.tables.core import (
+    channel_agents,
+    channel_members,
+    channels,
+    messages,
+    reply_drafts,
+    users,
+)
+from palaver.store.tables.uploads import upload_references, uploads
 
 
 async def _hydrate(conn: AsyncConnection, rows: list[Any]) -> list[Channel]:
@@ -61,6 +69,12 @@ async def list_all(conn: AsyncConnection) -> list[Channel]:
 async def list_for_member(conn: AsyncConnection, user_id: str) -> list[Channel]:
     member_of = select(channel_members.c.channel_id).where(channel_members.c.user_id == user_id)
     query = _ordered(select(channels).where(channels.c.id.in_(member_of)))
+    return await _hydrate(conn, list(await conn.execute(query)))
+
+
+async def list_with_agent(conn: AsyncConnection, agent_id: str) -> list[Channel]:
+    with_agent = select(channel_agents.c.channel_id).where(channel_agents.c.agent_id == agent_id)
+    query = _ordered(select(channels).where(channels.c.id.in_(with_agent)))
     return await _hydrate(conn, list(await conn.execute(query)))
 
 
@@ -116,3 +130,23 @@ async def has_guests(conn: AsyncConnection, channel_id: str) -> bool:
         .limit(1)
     )
     return (await conn.execute(query)).first() is not None
+
+
+async def delete_channel(conn: AsyncConnection, channel_id: str) -> list[str]:
+    """The channel goes with its messages (their versions, reactions and mentions), threads,
+    replies being written, chains, schedules and read states. Answers the uploads only its
+    messages named, whose records are gone (their files are the caller's to remove after the
+    commit)."""
+    named_here = select(upload_references.c.path).where(
+        upload_references.c.channel_id == channel_id
+    )
+    named_elsewhere = select(upload_references.c.path).where(
+        upload_references.c.channel_id != channel_id, upload_references.c.path.in_(named_here)
+    )
+    orphans = sorted((await conn.execute(named_here.except_(named_elsewhere))).scalars())
+    if orphans:
+        await conn.execute(delete(uploads).where(uploads.c.path.in_(orphans)))
+    await conn.execute(delete(reply_drafts).where(reply_drafts.c.channel_id == channel_id))
+    await conn.execute(delete(messages).where(messages.c.channel_id == channel_id))
+    await conn.execute(delete(channels).where(channels.c.id == channel_id))
+    return orphans

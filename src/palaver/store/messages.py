@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message, Reaction
+from palaver.store.read_states import count_new, thread_people
 from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
 from palaver.store.uploads import record_references
 
@@ -57,9 +58,16 @@ def _timeline(channel_id: str, thread_id: str | None) -> ColumnElement[bool]:
 
 
 async def insert_message(conn: AsyncConnection, message: Message) -> None:
-    """Every message goes through here, so every upload URL a channel sees is recorded."""
+    """Every message but a person's post goes through here, so every upload URL a channel sees
+    is recorded and its readers' counts move (see `read_states`)."""
     await conn.run_sync(insert_row, message)
+    await conn.run_sync(_count_new, message)
     await record_references(conn, message)
+
+
+def _count_new(conn: Connection, message: Message) -> None:
+    people = None if message.thread_id is None else thread_people(conn, message.thread_id)
+    count_new(conn, message, people)
 
 
 _INSERT = insert(messages)
