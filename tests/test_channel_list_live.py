@@ -4,6 +4,8 @@ owner deletes a channel with everything in it, and a guest can leave one."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from tests.support import (
@@ -30,26 +32,27 @@ def channel_event(ws: Ws, channel_id: str) -> dict[str, Any]:
 def test_people_added_hear_the_channel_created_and_others_hear_nothing(
     server: Server, owner: Api
 ) -> None:
-    with Guest(server, owner) as guest, Guest(server, owner) as outsider:  # noqa: SIM117
-        with (
-            Ws(server, owner.token) as owners,
-            Ws(server, guest.api.token) as phone,
-            Ws(server, guest.api.token) as desktop,
-            Ws(server, outsider.api.token) as other,
-        ):
-            created = new_channel(owner, member_ids=[guest.id])
-            for ws in (owners, phone, desktop):
-                event = channel_event(ws, created["id"])
-                assert event["type"] == "channel_created"
-                assert event["data"] == {
-                    **created,
-                    "lastReadId": None,
-                    "unreadCount": 0,
-                    "mentionCount": 0,
-                }
-            theirs = new_channel(owner, member_ids=[outsider.id])["id"]
-            assert channel_event(other, theirs)["type"] == "channel_created"
-            assert all(created["id"] not in str(e) for e in other.seen)
+    with (
+        Guest(server, owner) as guest,
+        Guest(server, owner) as outsider,
+        Ws(server, owner.token) as owners,
+        Ws(server, guest.api.token) as phone,
+        Ws(server, guest.api.token) as desktop,
+        Ws(server, outsider.api.token) as other,
+    ):
+        created = new_channel(owner, member_ids=[guest.id])
+        for ws in (owners, phone, desktop):
+            event = channel_event(ws, created["id"])
+            assert event["type"] == "channel_created"
+            assert event["data"] == {
+                **created,
+                "lastReadId": None,
+                "unreadCount": 0,
+                "mentionCount": 0,
+            }
+        theirs = new_channel(owner, member_ids=[outsider.id])["id"]
+        assert channel_event(other, theirs)["type"] == "channel_created"
+        assert all(created["id"] not in str(e) for e in other.seen)
 
 
 def test_renaming_adding_and_removing_people_tell_each_person_what_they_may_see(
@@ -143,3 +146,32 @@ def test_an_agent_deleted_leaves_its_channels_in_everyones_list(server: Server, 
             owner.ok("DELETE", f"/api/agents/{agent['id']}")
             updated = channel_event(ws, channel)
         assert updated["type"] == "channel_updated" and updated["data"]["agentIds"] == []
+
+
+def test_posts_racing_the_channels_deletion_are_stored_or_refused_never_a_500(
+    server: Server, owner: Api
+) -> None:
+    channel = new_channel(owner)["id"]
+    statuses: list[int] = []
+
+    def chatter() -> None:
+        with server.login() as poster:
+            for i in range(200):
+                response = poster.post(
+                    "/api/messages", json={"channelId": channel, "content": f"racing {i}"}
+                )
+                statuses.append(response.status_code)
+                if response.status_code == 404:
+                    assert "error" in response.json()
+                    return
+
+    posters = [threading.Thread(target=chatter) for _ in range(3)]
+    for thread in posters:
+        thread.start()
+    while len(statuses) < 10:
+        time.sleep(0.01)
+    assert owner.ok("DELETE", f"/api/channels/{channel}") == {"ok": True}
+    for thread in posters:
+        thread.join()
+    assert set(statuses) <= {200, 201, 404}, statuses
+    assert 404 in statuses

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from palaver.actions.channels import visible
 from palaver.auth.limiter import message_budget
@@ -174,13 +175,18 @@ async def post(
         return message
 
     async with svc.db.in_order(channel_id):
-        if names_uploads(draft):
-            async with svc.db.write() as tx:
-                stored = await tx.conn.run_sync(store)
-                if isinstance(stored, Message):
-                    await record_references(tx.conn, stored)
-        else:
-            stored = await svc.db.write_unit(store)
+        try:
+            if names_uploads(draft):
+                async with svc.db.write() as tx:
+                    stored = await tx.conn.run_sync(store)
+                    if isinstance(stored, Message):
+                        await record_references(tx.conn, stored)
+            else:
+                stored = await svc.db.write_unit(store)
+        except IntegrityError:
+            # The channel was deleted between the check above and the write.
+            await visible(svc, user, channel_id)
+            raise
         if isinstance(stored, str):
             return stored, decision.headers()
         _encode(svc, stored)
