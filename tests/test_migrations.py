@@ -280,3 +280,28 @@ def test_messages_of_older_versions_are_searchable_after_upgrade_and_downgrade_l
     assert store.core() == _expected() | {"messages": store.core()["messages"]}
     migrate.upgrade(store.url)
     assert store.rows(found, ("soil",)) == [("msg_02TXT",)]
+
+
+def test_people_of_older_versions_start_with_everything_read(store: Store) -> None:
+    """0013 gives each member of a channel, and the owner in every channel, a marker at the
+    channel's newest message and no unread: an upgrade does not light up every badge."""
+    migrate.upgrade(store.url, "0010_node_leases")
+    store.fill()
+    migrate.upgrade(store.url, "0012_message_search")
+    store.insert("channels", [("ch_02EMPTY", "quiet", "group", STAMP, STAMP)])
+    newer = ("msg_02NEWER", "ch_01OLD", None, "user_01OWNER", "newer", "text", "{}", STAMP)
+    store.insert("messages", [(*newer, None, None, None, 0, None, None, None)])
+    migrate.upgrade(store.url)
+    states = store.rows(
+        "SELECT user_id, channel_id, last_read_id, unread_count, mention_count "
+        "FROM read_states ORDER BY user_id, channel_id"
+    )
+    assert states == [
+        ("user_01GUEST", "ch_01OLD", "msg_02NEWER", 0, 0),
+        ("user_01OWNER", "ch_01OLD", "msg_02NEWER", 0, 0),
+        ("user_01OWNER", "ch_02EMPTY", None, 0, 0),
+    ]
+    migrate.downgrade(store.url, "0012_message_search")
+    kept = store.core()
+    assert kept == _expected() | {k: kept[k] for k in ("messages", "channels")}
+    assert store.rows("SELECT id FROM messages ORDER BY id") == [("msg_01OLD",), ("msg_02NEWER",)]
