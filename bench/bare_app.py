@@ -1,7 +1,8 @@
 """The bare baselines: what FastAPI/Starlette under the same uvicorn settings does with no work.
 
 - `POST /echo`: a validated JSON body like a post's, answered `{"id": ..., "ok": true}`.
-- `GET /page`: a page of messages of the same size and shape as Palaver's, encoded per request.
+- `GET /page`: a page of messages (or a list of channels) of the same size and shape as
+  Palaver's, encoded per request.
 - `/ws`: accept, answer the `auth` and `subscribe` messages; subscribers join a minimal hub,
   one bounded queue and one sending task per socket.
 - `POST /publish`: fan one event out to every subscriber, like a post to a channel.
@@ -47,7 +48,7 @@ def build(page: dict[str, Any]) -> FastAPI:
 
     @app.get("/page")
     async def get_page() -> dict[str, Any]:
-        return {"messages": [dict(m) for m in page["messages"]]}
+        return {k: [dict(i) for i in v] if isinstance(v, list) else v for k, v in page.items()}
 
     @app.post("/publish")
     async def publish(body: Post) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from palaver.domain import Channel, ChannelType, User
 from palaver.errors import Forbidden, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
-from palaver.store import agents, channels, messages, read_states, users
+from palaver.store import agents, channel_list, channels, messages, read_states, users
 from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
 
@@ -43,15 +43,9 @@ async def list_visible(svc: Services, user: User) -> list[Channel]:
 
 
 async def list_with_read_state(svc: Services, user: User) -> list[dict[str, Any]]:
-    """The channels the user sees, each with the user's marker and counts: the counts of every
-    channel are one indexed read of the user's rows (kept by the writes, see `read_states`)."""
-    async with svc.db.read() as conn:
-        if user.is_owner:
-            found = await channels.list_all(conn)
-        else:
-            found = await channels.list_for_member(conn, user.id)
-        states = await conn.run_sync(read_states.of_user, user.id)
-    return [{**c.as_json(), **states.get(c.id, read_states.NOTHING_READ).as_json()} for c in found]
+    """The channels the user sees, each with the user's marker and counts (kept by the writes,
+    see `read_states`), in one read hop."""
+    return await svc.db.read_unit(lambda conn: channel_list.listed(conn, user.id, user.is_owner))
 
 
 async def unread(

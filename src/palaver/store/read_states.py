@@ -63,19 +63,6 @@ def mentioned_people(message: Message) -> list[str]:
     return [u for u in listed.get("userIds", ()) if isinstance(u, str) and u != message.user_id]
 
 
-def of_user(conn: Connection, user_id: str) -> dict[str, ReadState]:
-    """Every channel's read state of one person, in one indexed read."""
-    rows = conn.execute(
-        select(
-            read_states.c.channel_id,
-            read_states.c.last_read_id,
-            read_states.c.unread_count,
-            read_states.c.mention_count,
-        ).where(read_states.c.user_id == user_id)
-    )
-    return {r.channel_id: ReadState(r.last_read_id, r.unread_count, r.mention_count) for r in rows}
-
-
 def thread_people(conn: Connection, thread_id: str) -> set[str]:
     """Who takes part in a thread before its next reply: the root's author and the authors of
     the replies still there (the root's summary)."""
