@@ -98,3 +98,18 @@ def test_an_agent_that_names_a_person_in_its_reply_mentions_them(
         assert reply["agentId"] == agent["id"]
         assert reply["metadata"]["mentions"] == {"userIds": [guest.id], "agentIds": []}
         assert state(guest.api, channel) == (None, 2, 2)
+
+
+def test_a_guest_mentions_the_owner_by_name_and_the_owner_hears_it(
+    server: Server, owner: Api
+) -> None:
+    """The owner reads every channel, so `@Owner` reaches it wherever it is written."""
+    me = owner.ok("GET", "/api/me")["user"]
+    with Guest(server, owner) as guest:
+        channel = new_channel(owner, member_ids=[guest.id])["id"]
+        with Ws(server, owner.token) as ws:
+            sent = post(guest.api, channel, f"@{me['name']}, a question")
+            assert next_mention(ws)["messageId"] == sent
+        (message,) = [m for m in history(owner, channel) if m["id"] == sent]
+        assert message["metadata"]["mentions"]["userIds"] == [me["id"]]
+        assert state(owner, channel)[2] == 1
