@@ -78,7 +78,10 @@ def test_agents_replies_count_and_a_deleted_message_no_longer_does(
     assert state(owner, channel)[1] == 1
     read(owner, channel, asked)
     assert state(owner, channel) == (asked, 1, 0)
-    owner.ok("DELETE", f"/api/messages/{reply}")
+    with Ws(server, owner.token) as ws:
+        owner.ok("DELETE", f"/api/messages/{reply}")
+        # The badge of every device follows at once, not at the next list.
+        assert ws.expect("read_updated", channelId=channel)["data"]["unreadCount"] == 0
     assert state(owner, channel) == (asked, 0, 0)
 
 

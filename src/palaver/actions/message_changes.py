@@ -14,12 +14,14 @@ from sqlalchemy import Connection
 from palaver.actions.channels import visible
 from palaver.actions.erasing import erase_soon, remove_upload_files
 from palaver.actions.messages import check_content
+from palaver.actions.reading import tell_read_states
 from palaver.domain import Channel, Message, User
 from palaver.emoji_rule import one_emoji
 from palaver.errors import Forbidden, Invalid, NotFound
 from palaver.message_events import changed, react_as
 from palaver.services import Services
 from palaver.store import message_changes, messages, read_states
+from palaver.store.read_states import ReadState
 from palaver.store.tables.base import utcnow
 
 log = logging.getLogger(__name__)
@@ -71,23 +73,25 @@ async def delete(svc: Services, user: User, message_id: str) -> None:
     if not (user.is_owner or _is_authors(user, message)):
         raise Forbidden("Only the author of a message, or the owner, may delete it.")
     now = utcnow()
-    erased, root, orphans = await svc.db.write_unit(lambda conn: _erase(conn, message_id, now))
+    erased, root, orphans, states = await svc.db.write_unit(
+        lambda conn: _erase(conn, message_id, now)
+    )
     await changed(svc, erased, deleted=True)
     if root is not None:
         await changed(svc, root)
+    await tell_read_states(svc, erased.channel_id, states)
     await remove_upload_files(svc, orphans)
     erase_soon(svc)
 
 
 def _erase(
     conn: Connection, message_id: str, now: datetime
-) -> tuple[Message, Message | None, list[str]]:
-    """The erasure, and the counts of the people who had not read the message yet."""
+) -> tuple[Message, Message | None, list[str], dict[str, ReadState]]:
+    """The erasure, and the new counts of the people who had not read the message yet."""
     erased, root, orphans = message_changes.erase(conn, message_id, now)
     read_states.forget_mentions(conn, message_id)
     behind = read_states.behind(conn, erased.channel_id, message_id)
-    read_states.recount(conn, erased.channel_id, behind)
-    return erased, root, orphans
+    return erased, root, orphans, read_states.recount(conn, erased.channel_id, behind)
 
 
 async def react(svc: Services, user: User, message_id: str, emoji: str, add: bool) -> None:

@@ -26,6 +26,13 @@ async def mark_read(svc: Services, user: User, channel_id: str, message_id: str)
 
     state, moved = await svc.db.write_unit(write)
     if moved:
-        data = {"channelId": channel_id, **state.as_json()}
-        await svc.bus.publish(user_topic(user.id), {"type": "read_updated", "data": data})
+        await tell_read_states(svc, channel_id, {user.id: state})
     return state
+
+
+async def tell_read_states(svc: Services, channel_id: str, states: dict[str, ReadState]) -> None:
+    """Each person's sockets hear `read_updated` with their state in the channel: after their
+    marker moved, or after a deletion counted their unread messages again."""
+    for user_id, state in states.items():
+        data = {"channelId": channel_id, **state.as_json()}
+        await svc.bus.publish(user_topic(user_id), {"type": "read_updated", "data": data})
