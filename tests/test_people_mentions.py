@@ -113,3 +113,32 @@ def test_a_guest_mentions_the_owner_by_name_and_the_owner_hears_it(
         (message,) = [m for m in history(owner, channel) if m["id"] == sent]
         assert message["metadata"]["mentions"]["userIds"] == [me["id"]]
         assert state(owner, channel)[2] == 1
+
+
+def test_an_edit_that_names_a_person_mentions_them_and_one_that_drops_the_name_unmentions(
+    server: Server, owner: Api
+) -> None:
+    """Fixing `@Gracee` to `@Grace` reaches Grace, as the fixed name of an agent gets its
+    answer; taking the name out takes the mention back from the counts."""
+    name = unique("Grace")
+    with Guest(server, owner, name=name) as guest, Guest(server, owner) as outsider:
+        channel = new_channel(owner, member_ids=[guest.id])["id"]
+        sent = post(owner, channel, f"@{name}e please look")
+        assert state(guest.api, channel)[1:] == (1, 0)
+        with Ws(server, guest.api.token) as ws, Ws(server, outsider.api.token) as other:
+            owner.ok("PATCH", f"/api/messages/{sent}", json={"content": f"@{name} please look"})
+            assert next_mention(ws) == {
+                "messageId": sent,
+                "channelId": channel,
+                "threadId": None,
+                "from": owner_id(owner),
+            }
+            assert ws.expect("read_updated", channelId=channel)["data"]["mentionCount"] == 1
+            owner.ok("PATCH", f"/api/messages/{sent}", json={"content": f"@{name}, look again"})
+            owner.ok("PATCH", f"/api/messages/{sent}", json={"content": "nobody in particular"})
+            assert ws.expect("read_updated", mentionCount=0)["data"]["unreadCount"] == 1
+            assert [e["type"] for e in ws.seen].count("mention") == 1
+            assert all(e["type"] not in ("mention", "read_updated") for e in other.seen)
+        (message,) = [m for m in history(owner, channel) if m["id"] == sent]
+        assert "mentions" not in message["metadata"]
+        assert state(guest.api, channel)[1:] == (1, 0)

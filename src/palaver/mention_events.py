@@ -5,6 +5,7 @@ replies."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,13 +38,16 @@ async def with_mentions(
     return found
 
 
-async def tell_mentioned(svc: Services, message: Message) -> None:
-    """After the commit: each person mentioned hears `mention` on all their sockets."""
+async def tell_mentioned(
+    svc: Services, message: Message, people: Iterable[str] | None = None
+) -> None:
+    """After the commit: each person mentioned (or only `people`, those an edit newly names)
+    hears `mention` on all their sockets."""
     data = {
         "messageId": message.id,
         "channelId": message.channel_id,
         "threadId": message.thread_id,
         "from": message.user_id or message.agent_id,
     }
-    for user_id in mentioned_people(message):
+    for user_id in mentioned_people(message) if people is None else people:
         await svc.bus.publish(user_topic(user_id), {"type": "mention", "data": data})

@@ -18,10 +18,11 @@ from palaver.actions.reading import tell_read_states
 from palaver.domain import Channel, Message, User
 from palaver.emoji_rule import one_emoji
 from palaver.errors import Forbidden, Invalid, NotFound
+from palaver.mention_events import tell_mentioned, with_mentions
 from palaver.message_events import changed, react_as
 from palaver.services import Services
 from palaver.store import message_changes, messages, read_states
-from palaver.store.read_states import ReadState
+from palaver.store.read_states import ReadState, mentioned_people
 from palaver.store.tables.base import utcnow
 
 log = logging.getLogger(__name__)
@@ -51,11 +52,21 @@ async def edit(svc: Services, user: User, message_id: str, content: str) -> Mess
     if not _is_authors(user, message) or message.type != "text":
         raise Forbidden("Only the author of a text message may edit it.")
     check_content(svc, content, "text", None)
+    async with svc.db.read() as conn:
+        metadata = await with_mentions(conn, channel, message.metadata, content)
     now = utcnow()
-    edited, before = await svc.db.write_unit(
-        lambda conn: message_changes.edit(conn, message_id, content, now)
-    )
+
+    def write(conn: Connection) -> tuple[Message, str, dict[str, ReadState]]:
+        edited, before = message_changes.edit(conn, message_id, content, now, metadata)
+        return edited, before, read_states.remention(conn, edited, mentioned_people(message))
+
+    edited, before, states = await svc.db.write_unit(write)
     await changed(svc, edited)
+    named_before = set(mentioned_people(message))
+    await tell_mentioned(
+        svc, edited, [u for u in mentioned_people(edited) if u not in named_before]
+    )
+    await tell_read_states(svc, channel.id, states)
     await svc.dispatcher.on_edited(edited, channel, before)
     return edited
 

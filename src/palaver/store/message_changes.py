@@ -48,9 +48,15 @@ def _locked(conn: Connection, message_id: str) -> Message:
     return from_row(row)
 
 
-def edit(conn: Connection, message_id: str, content: str, now: datetime) -> tuple[Message, str]:
-    """Keep the current content as a version and put `content` in its place; answers the
-    edited message and the content it had."""
+def edit(
+    conn: Connection,
+    message_id: str,
+    content: str,
+    now: datetime,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[Message, str]:
+    """Keep the current content as a version and put `content` (and `metadata`, when given) in
+    its place; answers the edited message and the content it had."""
     before = _locked(conn, message_id)
     count = conn.execute(
         select(func.count()).where(message_versions.c.message_id == message_id)
@@ -63,9 +69,10 @@ def edit(conn: Connection, message_id: str, content: str, now: datetime) -> tupl
             edited_at=before.edited_at,
         )
     )
-    conn.execute(
-        update(messages).where(messages.c.id == message_id).values(content=content, edited_at=now)
-    )
+    values: dict[str, Any] = {"content": content, "edited_at": now}
+    if metadata is not None:
+        values["metadata"] = metadata
+    conn.execute(update(messages).where(messages.c.id == message_id).values(values))
     after = get(conn, message_id)
     assert after is not None
     return after, before.content

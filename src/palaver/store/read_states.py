@@ -253,6 +253,31 @@ def behind(conn: Connection, channel_id: str, message_id: str) -> list[str]:
     return list(rows.scalars())
 
 
+def remention(conn: Connection, message: Message, before: Collection[str]) -> dict[str, ReadState]:
+    """An edit changed whom `message` mentions (`before`: the people it named until now): its
+    mention rows follow, and the counts of those gained or lost are counted again; answers
+    their new states."""
+    after = set(mentioned_people(message))
+    gained, lost = after - set(before), set(before) - after
+    if lost:
+        conn.execute(
+            delete(message_mentions).where(
+                message_mentions.c.message_id == message.id,
+                message_mentions.c.user_id.in_(sorted(lost)),
+            )
+        )
+    if gained:
+        conn.execute(
+            insert(message_mentions),
+            [
+                {"message_id": message.id, "user_id": u, "channel_id": message.channel_id}
+                for u in sorted(gained)
+            ],
+        )
+    concerned = set(behind(conn, message.channel_id, message.id)) & (gained | lost)
+    return recount(conn, message.channel_id, sorted(concerned))
+
+
 def forget_mentions(conn: Connection, message_id: str) -> list[str]:
     """Drop a message's mentions (it was deleted or edited); answers who was mentioned."""
     who = list(
