@@ -36,6 +36,7 @@ from palaver.api import (
     search,
     tools,
     uploads,
+    usage,
     web_client,
 )
 from palaver.api import auth as auth_api
@@ -212,6 +213,7 @@ def create_app(config: Config) -> FastAPI:
         chains.router,
         schedules.router,
         search.router,
+        usage.router,
         tools.router,
         ws.router,
     ):

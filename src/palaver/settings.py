@@ -106,6 +106,31 @@ class MemoryConfig(_Strict):
     injectFloor: float = Field(default=0.3, ge=-1, le=1)
 
 
+class Price(_Strict):
+    """What a model costs per million tokens, in the currency the owner counts in."""
+
+    input: float = Field(ge=0, le=1_000_000)
+    output: float = Field(ge=0, le=1_000_000)
+    cachedInput: float | None = Field(default=None, ge=0, le=1_000_000)
+    """Input tokens the provider served from its cache; the input price when not given."""
+
+
+class Cap(_Strict):
+    """A monthly cap (calendar month, UTC); a cap left out or null is no cap."""
+
+    monthlyTokens: int | None = Field(default=None, ge=1, le=10**15)
+    monthlyCost: float | None = Field(default=None, ge=0, le=10**12)
+
+
+class Budgets(_Strict):
+    agents: dict[str, Cap] = Field(default_factory=dict)
+    """Per agent id."""
+    guests: dict[str, Cap] = Field(default_factory=dict)
+    """Per guest's user id: what replies caused by that guest may use."""
+    total: Cap | None = None
+    """The whole install."""
+
+
 class Settings(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     defaultModel: str = "builtin/echo"
@@ -116,6 +141,9 @@ class Settings(_Strict):
     agents: AgentLimits = Field(default_factory=AgentLimits)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sessionIdleDays: int = Field(default=30, ge=1, le=3650)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Per model, as agents name it (`<provider id>/<model name>`)."""
+    budgets: Budgets = Field(default_factory=Budgets)
 
 
 _MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")
@@ -234,9 +262,19 @@ def merge(current: Settings, patch: dict[str, Any]) -> Settings:
 
 
 def _is_removable_path(path: tuple[str, ...]) -> bool:
-    """Maps whose entries a patch removes by sending null: providers, MCP servers, and an MCP
-    server's `env` and `headers`. Elsewhere null is a value, refused where a field takes none."""
-    return path in (("providers",), ("mcpServers",)) or _is_string_map_path(path)
+    """Maps whose entries a patch removes by sending null: providers, MCP servers, prices, the
+    budgets of agents and guests, and an MCP server's `env` and `headers`. Elsewhere null is a
+    value, refused where a field takes none."""
+    return path in _REMOVABLE or _is_string_map_path(path)
+
+
+_REMOVABLE = {
+    ("providers",),
+    ("mcpServers",),
+    ("prices",),
+    ("budgets", "agents"),
+    ("budgets", "guests"),
+}
 
 
 def _deep_merge(base: Any, patch: Any, path: tuple[str, ...]) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver import strict_json
+from palaver.agents import budgets
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
 from palaver.agents.threads import count_in_thread
@@ -38,9 +39,12 @@ from palaver.llm.base import (
 from palaver.llm.registry import ProviderRegistry
 from palaver.mention_events import tell_mentioned, with_mentions
 from palaver.services import Services
+from palaver.settings import Price
 from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
+from palaver.store import usage as usage_store
 from palaver.store.tables.base import utcnow
+from palaver.store.usage import Call
 from palaver.tools.base import ToolContext
 from palaver.tools.memory import privacy_scope
 from palaver.tools.registry import ToolOutcome, ToolRegistry
@@ -80,14 +84,35 @@ class _Active:
 
 @dataclass
 class _Tally:
-    prompt: int = 0
-    completion: int = 0
-    reported: bool = False
+    """The reply's model calls, each with its counts (the ledger's rows)."""
+
+    calls: list[Call] = field(default_factory=list)
+    _usage: Usage | None = None
 
     def add(self, usage: Usage) -> None:
-        self.prompt += usage.prompt_tokens
-        self.completion += usage.completion_tokens
-        self.reported = True
+        self._usage = usage
+
+    def end_call(self, model: str, conversation: Sequence[ChatMessage], text: str) -> None:
+        """The call is over: its counts as reported, or estimated from the text."""
+        usage, self._usage = self._usage, None
+        if usage is not None:
+            call = Call(model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+        else:
+            prompt = sum(estimate_tokens(m.content) for m in conversation)
+            call = Call(model, prompt, estimate_tokens(text), estimated=True)
+        self.calls.append(call)
+
+    @property
+    def prompt(self) -> int:
+        return sum(c.input_tokens for c in self.calls)
+
+    @property
+    def completion(self) -> int:
+        return sum(c.output_tokens for c in self.calls)
+
+    @property
+    def reported(self) -> bool:
+        return not any(c.estimated for c in self.calls)
 
 
 class ReplyRunner:
@@ -200,6 +225,9 @@ class ReplyRunner:
             except ProviderError as exc:
                 ending["error"] = str(exc)
                 log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, exc.detail)
+            except budgets.BudgetSpent as exc:
+                ending["error"] = str(exc)
+                log.info("reply %s of %s refused: a budget is spent", reply.id, req.agent.id)
             except Exception:
                 log.exception("reply %s failed", reply.id)
                 ending["error"] = "The reply failed because of an internal error."
@@ -244,11 +272,14 @@ class ReplyRunner:
         options = GenerationOptions(max_tokens=limits.replyTokens)
         max_chars = limits.replyTokens * CHARS_PER_TOKEN
         truncated = False
+        person = req.on_behalf_of or req.trigger.user_id
         for round_no in range(limits.toolRounds + 1):
+            await budgets.check(self.svc, req.agent, person, tally.calls, utcnow())
             offered = specs if round_no < limits.toolRounds else []
             text, calls, truncated = await self._one_call(
                 provider, model, conversation, offered, options, stream, tally, max_chars
             )
+            tally.end_call(req.agent.model, conversation, text)
             calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
             if truncated or not calls or not offered:
                 break
@@ -259,9 +290,6 @@ class ReplyRunner:
                 ChatMessage("tool", o.result, tool_call_id=c.id, name=c.name)
                 for c, o in zip(wire_calls, outcomes, strict=True)
             )
-        if not tally.reported:
-            tally.prompt = sum(estimate_tokens(m.content) for m in conversation)
-            tally.completion = estimate_tokens(stream.text)
         return truncated
 
     async def _one_call(
@@ -387,6 +415,8 @@ class ReplyRunner:
             if ending.get(flag):
                 end[flag] = True
         async with self.svc.db.write() as tx:
+            # What the calls cost is kept even when the reply is not (its channel went).
+            await _record_usage(tx.conn, req, reply, tally, self.svc.settings.current.prices)
             channel = await channels_store.get(tx.conn, req.channel.id)
             if channel is None:
                 log.debug("reply %s is dropped: its channel was deleted", reply.id)
@@ -408,6 +438,24 @@ class ReplyRunner:
             tx.on_commit(_publisher(self.svc, topic, stored))
             tx.on_commit(lambda: tell_mentioned(self.svc, stored))
         return stored
+
+
+async def _record_usage(
+    conn: AsyncConnection,
+    req: ReplyRequest,
+    reply: Message,
+    tally: _Tally,
+    prices: dict[str, Price],
+) -> None:
+    """The reply's calls into the ledger, in the write that stores the reply."""
+    who = (
+        req.agent.id,
+        req.on_behalf_of or req.trigger.user_id or usage_store.NOBODY,
+        req.channel.id,
+        reply.id,
+    )
+    calls = list(tally.calls)
+    await conn.run_sync(lambda c: usage_store.record(c, utcnow(), who, calls, prices))
 
 
 async def _stored(conn: AsyncConnection, message_id: str) -> bool:

@@ -215,6 +215,25 @@ class SearchResults(Shape):
     """Pass as `cursor` (with the same `q` and `sort`) for the next page; null on the last."""
 
 
+class UsageRow(Shape):
+    key: str
+    """The agent's, person's or channel's id, the model (`<provider id>/<model name>`), or the
+    day (YYYY-MM-DD, UTC), as `groupBy` asked; a call nobody's message caused has person ''."""
+    inputTokens: int
+    """Input tokens, cached ones included."""
+    outputTokens: int
+    cachedTokens: int
+    cost: float
+    """By `settings.prices`; a model without a price costs nothing (see `unpricedCalls`)."""
+    calls: int
+    unpricedCalls: int
+    """Calls of models the price table has no entry for."""
+
+
+class UsageReport(Shape):
+    rows: list[UsageRow]
+
+
 class ChainStep(Shape):
     step: int
     agentId: str

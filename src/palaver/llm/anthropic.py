@@ -107,7 +107,7 @@ class AnthropicProvider:
                 f"{name} at {self._where} broke off its answer",
                 self._key,
             )
-        yield Usage(reader.prompt_tokens, reader.completion_tokens)
+        yield Usage(reader.prompt_tokens, reader.completion_tokens, reader.cached_tokens)
 
     async def complete(
         self,
@@ -266,6 +266,7 @@ class _EventReader:
 
     finished: bool = False
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
 
     def read(self, event: RawMessageStreamEvent) -> list[Delta]:
@@ -285,6 +286,7 @@ class _EventReader:
             usage = event.message.usage
             cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
             self.prompt_tokens = usage.input_tokens + cached
+            self.cached_tokens = usage.cache_read_input_tokens or 0
             self.completion_tokens = usage.output_tokens
         elif isinstance(event, RawMessageDeltaEvent):
             if event.usage.input_tokens is not None:

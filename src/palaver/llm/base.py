@@ -52,7 +52,10 @@ class ToolCallDelta:
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int
+    """All input tokens, those served from the provider's cache included."""
     completion_tokens: int
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those read from the provider's prompt cache (priced apart)."""
 
 
 Delta = TextDelta | ToolCallDelta | Usage

@@ -244,7 +244,9 @@ class _ChunkReader:
         usage = chunk.get("usage")
         if usage:
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            self.usage = Usage(int(prompt or 0), int(completion or 0))
+            details = usage.get("prompt_tokens_details") or {}
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            self.usage = Usage(int(prompt or 0), int(completion or 0), int(cached or 0))
         out: list[Delta] = []
         for choice in (chunk.get("choices") or [])[:1]:
             if choice.get("finish_reason") is not None:

@@ -1,0 +1,56 @@
+"""What agents cost (issue 24): the owner's report over the usage ledger's daily rollup."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from palaver.agents.budgets import month_of
+from palaver.api import schemas
+from palaver.api.deps import Owner, Svc, errors
+from palaver.api.schemas import ok
+from palaver.errors import Invalid
+from palaver.store import usage
+from palaver.store.usage import GroupBy
+
+router = APIRouter(prefix="/api/usage", tags=["usage"])
+
+DAY = r"^\d{4}-\d{2}-\d{2}$"
+
+
+@router.get("", responses={**errors(403), **ok(schemas.UsageReport, "Sums per group")})
+async def usage_report(
+    _: Owner,
+    svc: Svc,
+    start: Annotated[
+        str | None,
+        Query(
+            alias="from",
+            pattern=DAY,
+            description="First day (UTC), included; default the first of this month.",
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        Query(alias="to", pattern=DAY, description="Last day (UTC), included; default today."),
+    ] = None,
+    groupBy: Annotated[GroupBy, Query(description="What each row sums over.")] = "agent",
+) -> dict[str, Any]:
+    """Tokens, cost and calls of the agents' model calls, grouped; from one read of the
+    ledger's daily rollup."""
+    now = datetime.now(UTC)
+    first = _day(start, "from") if start else month_of(now)[0]
+    last = _day(end, "to") if end else now.date()
+    if last < first:
+        raise Invalid("'to' must not be before 'from'.", field="to")
+    rows = await svc.db.read_unit(lambda conn: usage.report(conn, first, last, groupBy))
+    return {"rows": rows}
+
+
+def _day(text: str, name: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise Invalid(f"'{name}' must be a real day, YYYY-MM-DD.", field=name) from None
