@@ -19,6 +19,7 @@ from tests.pg_server import STORAGE_ENV, storage
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = (
     "tests/test_messages.py",
+    "tests/test_history_after.py",
     "tests/test_message_changes.py",
     "tests/agents/test_message_changes.py",
     "tests/test_channels.py",

@@ -65,12 +65,26 @@ async def list_messages(
     svc: Svc,
     channelId: Annotated[str, Query(min_length=1)],
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    before: Annotated[str | None, Query()] = None,
+    before: Annotated[
+        str | None,
+        Query(description="Page back: the `limit` newest messages older than this one."),
+    ] = None,
+    after: Annotated[
+        str | None,
+        Query(
+            description="Page forward: the `limit` oldest messages newer than this one "
+            "(oldest first, as every page). Not with `before`."
+        ),
+    ] = None,
     threadId: Annotated[
         str | None, Query(min_length=1, description="One thread: its root, then its replies.")
     ] = None,
 ) -> Response:
-    page = await messages.history_json(svc, caller.user, channelId, limit, before, threadId)
+    """A page of the channel's main timeline or of one thread, oldest first: the newest
+    `limit` messages, or those before or after a message of the channel."""
+    page = await messages.history_json(
+        svc, caller.user, channelId, limit, before, threadId, after=after
+    )
     return Response(page, media_type="application/json")
 
 

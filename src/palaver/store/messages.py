@@ -117,9 +117,14 @@ def page_ids(
     limit: int,
     before: str | None,
     thread_id: str | None = None,
+    after: str | None = None,
 ) -> list[str]:
-    """The ids of `page`, from the index alone."""
+    """The ids of `page`, from the index alone; with `after`, the `limit` oldest messages newer
+    than it instead (oldest first all the same)."""
     query = select(messages.c.id).where(_timeline(channel_id, thread_id))
+    if after is not None:
+        query = query.where(messages.c.id > after).order_by(messages.c.id.asc()).limit(limit)
+        return list(conn.execute(query).scalars().all())
     if before is not None:
         query = query.where(messages.c.id < before)
     ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()

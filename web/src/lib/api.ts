@@ -18,6 +18,7 @@ import type {
   ToolInfo,
   User,
 } from "./types";
+import type { SearchPage, SearchSort } from "./search";
 
 export class ApiError extends Error {
   readonly status: number;
@@ -215,12 +216,33 @@ export const api = {
         { method: "POST", body: { after, limit } },
       )
     ).channels,
-  messages: async (channelId: string, limit: number, before?: string, threadId?: string) =>
+  /** A page, oldest first: the newest, or those `before` a message, or with `after` those
+   * newer than it (a window opened far back pages forward to the live end). */
+  messages: async (
+    channelId: string,
+    limit: number,
+    before?: string,
+    threadId?: string,
+    after?: string,
+  ) =>
     (
       await request<{ messages: Message[] }>("/api/messages", {
-        query: { channelId, limit, before, threadId },
+        query: { channelId, limit, before, threadId, after },
       })
     ).messages,
+  search: (
+    q: string,
+    options: { limit?: number; cursor?: string | null; sort?: SearchSort; signal?: AbortSignal } = {},
+  ) =>
+    request<SearchPage>("/api/search", {
+      query: {
+        q,
+        limit: options.limit ?? 20,
+        cursor: options.cursor ?? undefined,
+        sort: options.sort ?? "relevance",
+      },
+      signal: options.signal,
+    }),
   post: (
     body: {
       channelId: string;

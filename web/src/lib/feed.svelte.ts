@@ -25,6 +25,8 @@ const FAR = 1000;
  * flick's frame moves, so the view rarely lands in a gap. */
 const NEAR = 750;
 const STICK_WITHIN = 48;
+/** How long a message opened from a search stays highlighted (its fade is CSS's). */
+export const FLASH_MS = 2600;
 
 export type Segment =
   | { key: string; item: Item; index: number }
@@ -45,6 +47,8 @@ export class Feed {
   version = $state(0);
   range = $state.raw<Range>(EMPTY);
   focusedId = $state<string | null>(null);
+  /** The row just opened from a search, highlighted for a moment. */
+  flashId = $state<string | null>(null);
 
   private heights = new Map<string, number>();
   private measuredSum = 0;
@@ -59,6 +63,9 @@ export class Feed {
   private known = 0;
   private lastScroll = { top: 0, time: 0, speed: 0 };
   private placed = false;
+  /** The timeline's count of pages forward seen: their rows are not "new messages". */
+  private pagedNewer = 0;
+  private flashTimer = 0;
   readonly rowObserver: ResizeObserver;
 
   constructor(timeline: Timeline) {
@@ -123,8 +130,9 @@ export class Feed {
     last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
     last.top = top;
     last.time = now;
-    // Only the reader scrolling up lets go of the bottom: the page's own moves go down.
-    if (this.atBottom()) this.stuck = true;
+    // Only the reader scrolling up lets go of the bottom: the page's own moves go down. The
+    // bottom of a window far back (detached) is not the live end: nothing sticks there.
+    if (this.atBottom() && this.timeline.live) this.stuck = true;
     else if (top < previous - 1) this.stuck = false;
     if (this.stuck) this.unseen = 0;
     this.anchorAt(top);
@@ -133,9 +141,15 @@ export class Feed {
     this.prefetch(top);
   };
 
-  /** Older pages are asked for well before the edge, and larger when the reader flicks. */
+  /** Older pages are asked for well before the edge, and larger when the reader flicks; in a
+   * detached window, newer pages likewise before its bottom edge. */
   private prefetch(top: number) {
     const t = this.timeline;
+    if (!t.live && t.loaded && !t.loadingNewer) {
+      const below = this.origin + this.offsets.total() - (top + this.viewport);
+      const ahead = Math.max(3 * this.viewport, this.lastScroll.speed * 1000);
+      if (below < ahead) void t.loadNewer(this.lastScroll.speed > 2 ? 200 : 100);
+    }
     // At the bottom the reader is not going back; the first scroll up starts it.
     if (this.stuck || !t.loaded || !t.hasOlder || t.loadingOlder) return;
     const ahead = Math.max(3 * this.viewport, this.lastScroll.speed * 1000);
@@ -147,7 +161,9 @@ export class Feed {
   listChanged(list: Item[]): void {
     const before = this.built;
     const scroller = this.scroller as HTMLDivElement | undefined;
-    if (!this.stuck && scroller && before.length && list.length > before.length) {
+    const paged = this.pagedNewer !== this.timeline.pagedNewer;
+    this.pagedNewer = this.timeline.pagedNewer;
+    if (!this.stuck && !paged && this.timeline.live && scroller && before.length && list.length > before.length) {
       const last = before[before.length - 1]?.id;
       if (last !== undefined && list[list.length - 1].id > last) this.unseen += 1;
     }
@@ -321,7 +337,34 @@ export class Feed {
     this.articleOf(target)?.focus();
   };
 
+  /** Bring a message into view (a third down the viewport), focus it and flash it: a search
+   * result just opened. The timeline holds it (see `Timeline.jumpTo`). */
+  async reveal(id: string): Promise<void> {
+    const index = lowerBound(this.items, id);
+    if (this.items[index]?.id !== id) return;
+    if (this.built !== this.items) this.rebuild(this.items);
+    this.stuck = false;
+    this.unseen = 0;
+    const lead = Math.round(this.viewport / 3);
+    this.anchor = { index, id, offset: -lead };
+    this.range = cut(this.offsets, this.offsets.top(index) - lead, this.viewport, FAR);
+    await tick();
+    this.measureOrigin();
+    this.scroller.scrollTop = this.origin + this.offsets.top(index) - lead;
+    this.known = this.scroller.scrollTop;
+    this.anchorAt(this.known);
+    this.remember();
+    this.articleOf(id)?.focus({ preventScroll: true });
+    this.flashId = id;
+    clearTimeout(this.flashTimer);
+    this.flashTimer = window.setTimeout(() => {
+      if (this.flashId === id) this.flashId = null;
+    }, FLASH_MS);
+    this.prefetch(this.known);
+  }
+
   jumpToLatest = () => {
+    if (!this.timeline.live) void this.timeline.toLive();
     this.stuck = true;
     this.unseen = 0;
     this.toBottom();

@@ -19,6 +19,9 @@ import { session } from "./session.svelte";
 export const PAGE_SIZE = 50;
 /** How far back a reconnect looks for what it missed before it gives up and starts afresh. */
 const CATCH_UP_PAGES = 20;
+/** Live messages kept aside while a timeline holds a window away from the live end: the
+ * newest this many (older ones come with the pages forward anyway, stored before broadcast). */
+const HELD_CAP = 500;
 
 export interface ToolCard {
   toolName: string;
@@ -95,6 +98,14 @@ export function lowerBound(items: { id: string }[], id: string): number {
 /**
  * A channel's main timeline (thread replies left out), or with `threadId` one thread: its root
  * first, then its replies. Both take the same events, paging and catch-up.
+ *
+ * Live or detached. A live timeline holds the newest messages, so live events append at its
+ * end. A timeline opened around an old message (a search result: `jumpTo`) holds a window in
+ * the middle: it is detached (`live` false) and a new message must not go after the gap, so
+ * live messages are held aside (`held`) and streams are not started; `loadNewer` pages forward
+ * with `after` and, when a page comes back short, the window has met the live end: the held
+ * messages not in it are merged and the timeline is live again. Sending from a detached
+ * timeline goes back to the live end first (`toLive`), as Element and Zulip do.
  */
 export class Timeline {
   readonly channelId: string;
@@ -103,6 +114,11 @@ export class Timeline {
   loaded = $state(false);
   loadingOlder = $state(false);
   hasOlder = $state(true);
+  /** Whether the timeline reaches the newest message (see the class's note). */
+  live = $state(true);
+  loadingNewer = $state(false);
+  /** Bumped by each page forward: the feed does not count those rows as new messages. */
+  pagedNewer = 0;
   error = $state<string | null>(null);
   /** The oldest message id fetched, tool records included: where the next page starts. */
   private oldestId: string | null = null;
@@ -113,6 +129,14 @@ export class Timeline {
   private pending = new Map<string, string>();
   private frame = 0;
   private olderLoad: Promise<void> | null = null;
+  private newerLoad: Promise<void> | null = null;
+  private latestLoad: Promise<void> | null = null;
+  /** A window on its way (`jumpTo`): the newest page must not land over it. */
+  private windowLoad: Promise<boolean> | null = null;
+  /** Bumped when the items are replaced (a jump, back to live): older answers are dropped. */
+  private epoch = 0;
+  /** Live messages that came while detached (see the class's note). */
+  private held: Message[] = [];
   /** Confirmed subscriptions so far (see `subscribed`). */
   private subscriptions = 0;
   /** Live changes counted, and the count at each message's latest: a page asked for before a
@@ -133,7 +157,8 @@ export class Timeline {
    * (the channel on screen is read up to it). */
   set items(list: Item[]) {
     this.#items = list;
-    if (this.threadId === null) channels.seen(this.channelId, list[list.length - 1]?.id);
+    // A window far back is not what the channel's newest message is.
+    if (this.threadId === null && this.live) channels.seen(this.channelId, list[list.length - 1]?.id);
   }
 
   /** Whether a message belongs here: a thread's root and replies, or the channel's others. */
@@ -152,19 +177,35 @@ export class Timeline {
     return this.items[i]?.id === id ? this.items[i] : undefined;
   }
 
-  async loadLatest(): Promise<void> {
+  /** The newest page (the first load, or back to live). A call while one is on its way, or
+   * while a window is (a jump), waits for that. */
+  loadLatest(): Promise<void> {
+    if (this.windowLoad) return this.windowLoad.then(() => undefined);
+    if (!this.latestLoad) {
+      const epoch = this.epoch;
+      this.latestLoad = this.fetchLatest().finally(() => {
+        if (epoch === this.epoch) this.latestLoad = null;
+      });
+    }
+    return this.latestLoad;
+  }
+
+  private async fetchLatest(): Promise<void> {
     const subscriptions = this.subscriptions;
     const since = this.changes;
+    const epoch = this.epoch;
     try {
       const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined);
+      if (epoch !== this.epoch) return;
       this.hasOlder = page.length === PAGE_SIZE;
       this.merge(page, since);
       this.error = null;
     } catch (error) {
-      this.error = (error as Error).message;
+      if (epoch === this.epoch) this.error = (error as Error).message;
     } finally {
-      this.loaded = true;
+      if (epoch === this.epoch) this.loaded = true;
     }
+    if (epoch !== this.epoch) return;
     // Subscribed while the page was on its way: what was stored between the two came in
     // neither, so it is fetched now.
     if (this.subscriptions !== subscriptions) await this.catchUp();
@@ -177,7 +218,8 @@ export class Timeline {
    */
   subscribed(): void {
     this.subscriptions++;
-    if (this.loaded) void this.catchUp();
+    // A detached window pages forward to the live end, which brings what it missed.
+    if (this.loaded && this.live) void this.catchUp();
   }
 
   /** The page before the oldest loaded: `limit` up to 200, larger ahead of a fast scroll.
@@ -185,8 +227,9 @@ export class Timeline {
   loadOlder(limit = PAGE_SIZE): Promise<void> {
     if (this.olderLoad) return this.olderLoad;
     if (!this.hasOlder || this.oldestId === null) return Promise.resolve();
+    const epoch = this.epoch;
     this.olderLoad = this.fetchOlder(this.oldestId, limit).finally(() => {
-      this.olderLoad = null;
+      if (epoch === this.epoch) this.olderLoad = null;
     });
     return this.olderLoad;
   }
@@ -194,20 +237,138 @@ export class Timeline {
   private async fetchOlder(before: string, limit: number): Promise<void> {
     this.loadingOlder = true;
     const since = this.changes;
+    const epoch = this.epoch;
     try {
       const page = await api.messages(this.channelId, limit, before, this.threadId ?? undefined);
+      if (epoch !== this.epoch) return;
       this.hasOlder = page.length === limit;
       this.merge(page, since);
     } catch (error) {
-      this.error = (error as Error).message;
+      if (epoch === this.epoch) this.error = (error as Error).message;
     } finally {
-      this.loadingOlder = false;
+      if (epoch === this.epoch) this.loadingOlder = false;
     }
+  }
+
+  /** The page after the newest loaded, while detached; a short page means the live end is
+   * reached. A call while one is on its way waits for that one. */
+  loadNewer(limit = PAGE_SIZE): Promise<void> {
+    if (this.newerLoad) return this.newerLoad;
+    if (this.live || this.newestId === null) return Promise.resolve();
+    const epoch = this.epoch;
+    this.newerLoad = this.fetchNewer(this.newestId, limit).finally(() => {
+      if (epoch === this.epoch) this.newerLoad = null;
+    });
+    return this.newerLoad;
+  }
+
+  private async fetchNewer(after: string, limit: number): Promise<void> {
+    this.loadingNewer = true;
+    const since = this.changes;
+    const epoch = this.epoch;
+    try {
+      const page = await api.messages(this.channelId, limit, undefined, this.threadId ?? undefined, after);
+      if (epoch !== this.epoch) return;
+      this.pagedNewer++;
+      if (page.length < limit) this.attach(page, since);
+      else this.merge(page, since);
+    } catch (error) {
+      if (epoch === this.epoch) this.error = (error as Error).message;
+    } finally {
+      if (epoch === this.epoch) this.loadingNewer = false;
+    }
+  }
+
+  /** The last page forward is in: live again, with the messages held meanwhile that it does
+   * not have (their event came after the server read the page). */
+  private attach(page: Message[], since: number): void {
+    const held = this.held;
+    this.held = [];
+    this.live = true;
+    const newest = page[page.length - 1]?.id ?? this.newestId ?? "";
+    this.merge(
+      page.concat(held.filter((m) => m.id > newest && !this.find(m.id))),
+      since,
+    );
+    if (this.threadId === null) channels.seen(this.channelId, this.items[this.items.length - 1]?.id);
+  }
+
+  /**
+   * Open the timeline around `message` (a search result): if it is not loaded, the page before
+   * it, it, and the page after it replace what was held, and the timeline is detached unless
+   * that reaches the newest message. Answers whether the message is there now.
+   */
+  jumpTo(message: Message, limit = PAGE_SIZE): Promise<boolean> {
+    if (this.find(message.id)) return Promise.resolve(true);
+    const epoch = ++this.epoch;
+    // Meanwhile new messages are held: they belong after the window, not after the old items.
+    this.live = false;
+    this.loadingOlder = false;
+    this.loadingNewer = false;
+    const thread = this.threadId ?? undefined;
+    const load = Promise.all([
+      api.messages(this.channelId, limit, message.id, thread),
+      api.messages(this.channelId, limit, undefined, thread, message.id),
+    ]).then(
+      ([older, newer]) => {
+        if (epoch !== this.epoch) return false;
+        this.clear();
+        this.live = false;
+        this.hasOlder = older.length === limit;
+        this.error = null;
+        const window = [...older, message, ...newer];
+        if (newer.length < limit) this.attach(window, Infinity);
+        else this.merge(window);
+        this.loaded = true;
+        return this.find(message.id) !== undefined;
+      },
+      (error: unknown) => {
+        if (epoch !== this.epoch) return false;
+        this.error = (error as Error).message;
+        // Not found (deleted since), or the network: back to the live end.
+        this.toLive();
+        return false;
+      },
+    );
+    this.windowLoad = load.finally(() => {
+      if (epoch === this.epoch) this.windowLoad = null;
+    });
+    return this.windowLoad;
+  }
+
+  /** Back to the newest messages: what is held is dropped and the newest page loaded (the
+   * person sent from a detached timeline, or asked for the latest). */
+  toLive(): Promise<void> {
+    if (this.live && !this.windowLoad) return Promise.resolve();
+    this.epoch++;
+    this.windowLoad = null;
+    this.held = [];
+    this.clear();
+    this.live = true;
+    this.hasOlder = true;
+    this.loaded = false;
+    return this.loadLatest();
+  }
+
+  /** Forget every row and where paging stood (the items are about to be replaced); what is
+   * held stays, for the caller to merge or drop. */
+  private clear(): void {
+    this.olderLoad = null;
+    this.newerLoad = null;
+    this.latestLoad = null;
+    this.oldestId = null;
+    this.newestId = null;
+    this.orphanTools.clear();
+    this.pending.clear();
+    this.seqs.clear();
+    this.loadingOlder = false;
+    this.loadingNewer = false;
+    this.items = [];
   }
 
   /** After a reconnect: fetch back until the newest id known, so nothing is missed. */
   async catchUp(): Promise<void> {
-    if (!this.loaded) return;
+    if (!this.loaded || !this.live) return;
     const known = this.newestId;
     const since = this.changes;
     const fetched: Message[] = [];
@@ -239,6 +400,8 @@ export class Timeline {
   /** The person's own message, on screen as soon as the server accepted it (optimistic: its
    * broadcast settles into the same row, by id). */
   addSent(id: string, content: string, type: string, metadata: Record<string, unknown>): void {
+    // Sent from a window far back: the person goes to the live end, where their message is.
+    if (!this.live) void this.toLive();
     if (this.find(id)) return;
     this.merge([
       {
@@ -395,7 +558,8 @@ export class Timeline {
     if (changed !== null) this.changedAt.set(changed, ++this.changes);
     switch (event.type) {
       case "message":
-        this.merge([event.data]);
+        if (this.live || this.find(event.data.id)) this.merge([event.data]);
+        else this.hold(event.data);
         break;
       case "message_updated":
         this.update(event.data);
@@ -413,6 +577,8 @@ export class Timeline {
         const { messageId, agentId } = event.data;
         const known = this.find(messageId);
         if (known && !known.streaming) break;
+        // Detached: the reply would show after the gap; it comes stored with the pages forward.
+        if (!known && !this.live) break;
         this.pending.delete(messageId);
         this.seqs.set(messageId, 0);
         if (known) {
@@ -491,6 +657,12 @@ export class Timeline {
     }
   }
 
+  private hold(m: Message): void {
+    if (!this.holds(m)) return;
+    this.held.push(m);
+    if (this.held.length > HELD_CAP) this.held.splice(0, this.held.length - HELD_CAP);
+  }
+
   /** Apply the buffered stream text: one write per reply per frame. */
   flush(): void {
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -510,6 +682,9 @@ class Timelines {
   /** The inline editor open, if any: one at a time on the page. `scope` is where (the
    * channel's list, or a thread's: a root shows in both). */
   editing = $state<{ id: string; scope: string } | null>(null);
+  /** A message to bring into view and flash in its timeline's list (a search result opened):
+   * the list showing that timeline takes it once the message is loaded. */
+  target = $state.raw<{ timeline: Timeline; id: string } | null>(null);
 
   constructor() {
     socket.on((event) => this.route(event));
@@ -632,6 +807,7 @@ class Timelines {
     this.byChannel.clear();
     this.byThread.clear();
     this.editing = null;
+    this.target = null;
   }
 }
 
