@@ -66,15 +66,17 @@ def test_after_a_deleted_message_still_pages(owner: Api, channel: str) -> None:
     assert _ids(history(owner, channel, after=ids[0])) == ids[2:]
 
 
-def test_before_and_after_together_answer_400(owner: Api, channel: str) -> None:
-    ids = [post(owner, channel, f"m{i}") for i in range(3)]
+def test_before_and_after_together_page_the_gap_between_them(owner: Api, channel: str) -> None:
+    """Both: the oldest `limit` messages between the two, as a gap is filled from its start."""
+    ids = [post(owner, channel, f"m{i}") for i in range(6)]
+    assert _ids(history(owner, channel, after=ids[0], before=ids[5])) == ids[1:5]
+    assert _ids(history(owner, channel, after=ids[0], before=ids[5], limit=2)) == ids[1:3]
+    assert history(owner, channel, after=ids[4], before=ids[1]) == []
+    elsewhere = post(owner, new_channel(owner)["id"])
     response = owner.get(
-        "/api/messages", params={"channelId": channel, "before": ids[2], "after": ids[0]}
+        "/api/messages", params={"channelId": channel, "after": ids[0], "before": elsewhere}
     )
-    assert response.status_code == 400, response.text
-    body = response.json()
-    assert set(body) - {"field"} == {"error"}
-    assert "before" in body["error"] and "after" in body["error"]
+    assert response.status_code == 404 and response.json()["error"]
 
 
 def test_after_an_unknown_message_or_one_of_another_channel_answers_404(

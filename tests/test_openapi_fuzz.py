@@ -51,6 +51,12 @@ def restore_settings(owner: Api, baseline: dict[str, Any]) -> None:
         **baseline,
         "providers": dict.fromkeys(current["providers"]),
         "mcpServers": dict.fromkeys(current["mcpServers"]),
+        "prices": dict.fromkeys(current["prices"]),
+        "budgets": {
+            "agents": dict.fromkeys(current["budgets"]["agents"]),
+            "guests": dict.fromkeys(current["budgets"]["guests"]),
+            "total": None,
+        },
     }
     assert owner.ok("PUT", "/api/settings", json=patch)["settings"] == baseline
 

@@ -47,20 +47,19 @@ async def history_json(
 ) -> bytes:
     """The page as `{"messages": [...]}` JSON, oldest first: the channel's main timeline, or
     with `thread_id` one thread (its root first). `before` pages back (the newest `limit`
-    older than it), `after` forward (the oldest `limit` newer than it); not both.
+    older than it), `after` forward (the oldest `limit` newer than it); both, the oldest
+    `limit` between them.
 
     Each message is encoded once and kept (`caches.messages`) until it changes: a page read in
     the steady state asks the index for ids and joins bytes it already has."""
-    if before is not None and after is not None:
-        raise Invalid("Give `before` or `after`, not both.")
     await visible(svc, user, channel_id)
     known = svc.caches.messages
     generation = known.generation
-    since = before if before is not None else after
 
     def read(conn: Connection) -> tuple[list[str], list[Message]]:
-        if since is not None and messages.channel_of(conn, since) != channel_id:
-            raise NotFound(f"No message has the id '{since}' in this channel.")
+        for since in (before, after):
+            if since is not None and messages.channel_of(conn, since) != channel_id:
+                raise NotFound(f"No message has the id '{since}' in this channel.")
         if thread_id is not None:
             root = messages.get(conn, thread_id)
             if root is None or root.channel_id != channel_id or root.thread_id is not None:

@@ -31,17 +31,24 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
 
 def _patch_schema() -> dict[str, Any]:
     """The settings as a patch: every field optional, merged into the stored settings, and a
-    provider, an MCP server or one of its `env` or `headers` entries removed by sending null
-    in its place."""
+    provider, an MCP server or one of its `env` or `headers` entries, a price or an agent's or a
+    guest's budget removed by sending null in its place."""
     full = Settings.model_json_schema()
     schema: dict[str, Any] = _inline(full, full.get("$defs", {}))
     server = schema["properties"]["mcpServers"]["additionalProperties"]["properties"]
     for name in ("env", "headers"):
         server[name]["additionalProperties"] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
         server[name]["description"] = "Merged by name; an entry set to null is removed."
-    for name in ("providers", "mcpServers"):
-        entry = schema["properties"][name]["additionalProperties"]
-        schema["properties"][name]["additionalProperties"] = {"anyOf": [entry, {"type": "null"}]}
+    budgets = schema["properties"]["budgets"]["properties"]
+    for holder, name in (
+        (schema["properties"], "providers"),
+        (schema["properties"], "mcpServers"),
+        (schema["properties"], "prices"),
+        (budgets, "agents"),
+        (budgets, "guests"),
+    ):
+        entry = holder[name]["additionalProperties"]
+        holder[name]["additionalProperties"] = {"anyOf": [entry, {"type": "null"}]}
     schema["properties"]["defaultModel"]["pattern"] = r"^[A-Za-z0-9_.-]+/\S.*$"
     schema["properties"]["defaultModel"]["description"] = (
         "<provider id>/<model name>; a provider that is not configured answers 409."

@@ -29,22 +29,26 @@ async def usage_report(
         Query(
             alias="from",
             pattern=DAY,
+            json_schema_extra={"format": "date"},
             description="First day (UTC), included; default the first of this month.",
         ),
     ] = None,
     end: Annotated[
         str | None,
-        Query(alias="to", pattern=DAY, description="Last day (UTC), included; default today."),
+        Query(
+            alias="to",
+            pattern=DAY,
+            json_schema_extra={"format": "date"},
+            description="Last day (UTC), included; default today.",
+        ),
     ] = None,
     groupBy: Annotated[GroupBy, Query(description="What each row sums over.")] = "agent",
 ) -> dict[str, Any]:
-    """Tokens, cost and calls of the agents' model calls, grouped; from one read of the
-    ledger's daily rollup."""
+    """Tokens, cost and calls of the agents' model calls, grouped, from one read of the
+    ledger's daily rollup; a range that ends before it starts holds nothing."""
     now = datetime.now(UTC)
     first = _day(start, "from") if start else month_of(now)[0]
     last = _day(end, "to") if end else now.date()
-    if last < first:
-        raise Invalid("'to' must not be before 'from'.", field="to")
     rows = await svc.db.read_unit(lambda conn: usage.report(conn, first, last, groupBy))
     return {"rows": rows}
 

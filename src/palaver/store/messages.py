@@ -120,13 +120,14 @@ def page_ids(
     after: str | None = None,
 ) -> list[str]:
     """The ids of `page`, from the index alone; with `after`, the `limit` oldest messages newer
-    than it instead (oldest first all the same)."""
+    than it instead (and older than `before` if given too: a gap filled from its start),
+    oldest first all the same."""
     query = select(messages.c.id).where(_timeline(channel_id, thread_id))
+    if before is not None:
+        query = query.where(messages.c.id < before)
     if after is not None:
         query = query.where(messages.c.id > after).order_by(messages.c.id.asc()).limit(limit)
         return list(conn.execute(query).scalars().all())
-    if before is not None:
-        query = query.where(messages.c.id < before)
     ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
     return list(reversed(ids))
 
