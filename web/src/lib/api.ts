@@ -8,6 +8,7 @@ import type {
   Chain,
   Channel,
   KbDocument,
+  ListedChannel,
   Memory,
   MemoryType,
   MemoryVersion,
@@ -15,6 +16,7 @@ import type {
   MessageVersion,
   Model,
   Passage,
+  ReadState,
   ToolInfo,
   User,
 } from "./types";
@@ -120,7 +122,17 @@ export const api = {
   logout: () => request<{ ok: boolean }>("/api/logout", { method: "POST" }),
   me: async () => (await request<{ user: User }>("/api/me")).user,
 
-  channels: async () => (await request<{ channels: Channel[] }>("/api/channels")).channels,
+  channels: async () => (await request<{ channels: ListedChannel[] }>("/api/channels")).channels,
+  /** Move the caller's read marker forward (never back); answers the state after it. */
+  markRead: (channelId: string, messageId: string) =>
+    request<ReadState & { ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/read`, {
+      method: "POST",
+      body: { messageId },
+    }),
+  leaveChannel: (channelId: string) =>
+    request<{ ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/leave`, { method: "POST" }),
+  deleteChannel: (channelId: string) =>
+    request<{ ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}`, { method: "DELETE" }),
   createChannel: async (body: {
     name: string;
     type: "dm" | "group";
@@ -206,15 +218,6 @@ export const api = {
     ).memory,
   guests: async () => (await request<{ guests: User[] }>("/api/guests")).guests,
 
-  /** Every channel's unread count in one request: `after` names the last message read in
-   * each (null: only its newest id is wanted). Channels the caller cannot see are left out. */
-  unread: async (after: Record<string, string | null>, limit: number) =>
-    (
-      await request<{ channels: Record<string, { count: number; newestId: string | null }> }>(
-        "/api/channels/unread",
-        { method: "POST", body: { after, limit } },
-      )
-    ).channels,
   messages: async (channelId: string, limit: number, before?: string, threadId?: string) =>
     (
       await request<{ messages: Message[] }>("/api/messages", {

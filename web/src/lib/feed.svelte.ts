@@ -25,6 +25,8 @@ const FAR = 1000;
  * flick's frame moves, so the view rarely lands in a gap. */
 const NEAR = 750;
 const STICK_WITHIN = 48;
+/** How much of a row must be in view for it to count as seen. */
+const MIN_SEEN = 24;
 
 export type Segment =
   | { key: string; item: Item; index: number }
@@ -320,6 +322,15 @@ export class Feed {
     }
     this.articleOf(target)?.focus();
   };
+
+  /** The index of the lowest row the reader sees (at least `MIN_SEEN` px of it), from the
+   * offsets (no layout read); -1 before the list is placed. Read markers follow it. */
+  seenThrough(): number {
+    if (!this.placed || !this.built.length) return -1;
+    if (this.stuck) return this.built.length - 1;
+    const bottom = this.known + this.viewport - this.origin - MIN_SEEN;
+    return Math.min(this.built.length - 1, this.offsets.indexAt(Math.max(0, bottom)));
+  }
 
   jumpToLatest = () => {
     this.stuck = true;
