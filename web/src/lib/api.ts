@@ -73,6 +73,8 @@ export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** Finish even if the page is left meanwhile (a read marker sent as the page goes). */
+  keepalive?: boolean;
 }
 
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
@@ -90,6 +92,7 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       credentials: "same-origin",
       signal: options.signal,
+      keepalive: options.keepalive,
     });
   } catch {
     throw new ApiError(0, "The server could not be reached.", null);
@@ -128,6 +131,7 @@ export const api = {
     request<ReadState & { ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/read`, {
       method: "POST",
       body: { messageId },
+      keepalive: true,
     }),
   leaveChannel: (channelId: string) =>
     request<{ ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/leave`, { method: "POST" }),

@@ -28,6 +28,9 @@ class Channels {
   /** Said on screen when the channel the person was in went away (removed, left, deleted). */
   notice = $state<string | null>(null);
   private doing = new Map<string, "left" | "deleted">();
+  /** Channels whose subscription the server has not confirmed since the list was read. */
+  private unconfirmed = new Set<string>();
+  private recount: ReturnType<typeof setTimeout> | undefined;
   /** The channel on screen (the address names it, a thread's too). */
   get active(): string | null {
     const route = router.route;
@@ -49,6 +52,9 @@ class Channels {
         case "channel_removed":
           this.removed(event.data.id);
           break;
+        case "subscribed":
+          this.confirmed(event.data.channelId);
+          break;
       }
     });
     socket.onReconnect(() => void this.load());
@@ -66,8 +72,30 @@ class Channels {
     this.list = list.map(plain).sort(byName);
     readState.load(list);
     this.loaded = true;
-    for (const channel of list) socket.subscribe(channel.id);
+    for (const channel of list) {
+      this.unconfirmed.add(channel.id);
+      socket.subscribe(channel.id);
+    }
     for (const channel of gone) this.removed(channel.id, channel);
+  }
+
+  /**
+   * A message stored between the list's answer and the subscription's confirmation came by
+   * neither road, so once the subscriptions are confirmed the counts are asked for again:
+   * one request for every channel, whatever the number confirmed close together.
+   */
+  private confirmed(channelId: string): void {
+    if (!this.unconfirmed.delete(channelId)) return;
+    clearTimeout(this.recount);
+    this.recount = setTimeout(() => void this.refreshCounts(), 250);
+  }
+
+  private async refreshCounts(): Promise<void> {
+    try {
+      readState.refresh(await api.channels());
+    } catch {
+      // the counts stay as they are; the next reconnect asks again
+    }
   }
 
   add(channel: Channel): void {
@@ -75,6 +103,7 @@ class Channels {
     if (known) this.update(channel);
     else this.list = [...this.list, plain(channel)].sort(byName);
     if (!readState.states[channel.id]) readState.set(channel.id, { lastReadId: null, unreadCount: 0, mentionCount: 0 });
+    if (!known) this.unconfirmed.add(channel.id);
     socket.subscribe(channel.id);
   }
 
@@ -136,6 +165,8 @@ class Channels {
     this.list = [];
     this.loaded = false;
     this.notice = null;
+    this.unconfirmed.clear();
+    clearTimeout(this.recount);
   }
 }
 

@@ -100,6 +100,14 @@ class ReadStates {
     this.known.clear();
   }
 
+  /** The list asked for again: each channel's state where its marker is not behind the
+   * page's own (a read not posted yet stays). */
+  refresh(list: ListedChannel[]): void {
+    for (const c of list) {
+      this.apply(c.id, { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount });
+    }
+  }
+
   /** A channel the person gained (`channel_created`), or one the page did not have. */
   set(channelId: string, state: ReadState): void {
     this.states[channelId] = state;
