@@ -8,6 +8,7 @@ import type {
   Chain,
   Channel,
   KbDocument,
+  ListedChannel,
   Memory,
   MemoryType,
   MemoryVersion,
@@ -15,6 +16,7 @@ import type {
   MessageVersion,
   Model,
   Passage,
+  ReadState,
   ToolInfo,
   User,
 } from "./types";
@@ -72,6 +74,8 @@ export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** Finish even if the page is left meanwhile (a read marker sent as the page goes). */
+  keepalive?: boolean;
 }
 
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
@@ -89,6 +93,7 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       credentials: "same-origin",
       signal: options.signal,
+      keepalive: options.keepalive,
     });
   } catch {
     throw new ApiError(0, "The server could not be reached.", null);
@@ -121,7 +126,18 @@ export const api = {
   logout: () => request<{ ok: boolean }>("/api/logout", { method: "POST" }),
   me: async () => (await request<{ user: User }>("/api/me")).user,
 
-  channels: async () => (await request<{ channels: Channel[] }>("/api/channels")).channels,
+  channels: async () => (await request<{ channels: ListedChannel[] }>("/api/channels")).channels,
+  /** Move the caller's read marker forward (never back); answers the state after it. */
+  markRead: (channelId: string, messageId: string) =>
+    request<ReadState & { ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/read`, {
+      method: "POST",
+      body: { messageId },
+      keepalive: true,
+    }),
+  leaveChannel: (channelId: string) =>
+    request<{ ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/leave`, { method: "POST" }),
+  deleteChannel: (channelId: string) =>
+    request<{ ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}`, { method: "DELETE" }),
   createChannel: async (body: {
     name: string;
     type: "dm" | "group";
@@ -207,15 +223,6 @@ export const api = {
     ).memory,
   guests: async () => (await request<{ guests: User[] }>("/api/guests")).guests,
 
-  /** Every channel's unread count in one request: `after` names the last message read in
-   * each (null: only its newest id is wanted). Channels the caller cannot see are left out. */
-  unread: async (after: Record<string, string | null>, limit: number) =>
-    (
-      await request<{ channels: Record<string, { count: number; newestId: string | null }> }>(
-        "/api/channels/unread",
-        { method: "POST", body: { after, limit } },
-      )
-    ).channels,
   /** A page, oldest first: the newest, or those `before` a message, or with `after` those
    * newer than it (a window opened far back pages forward to the live end). */
   messages: async (

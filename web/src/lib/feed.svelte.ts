@@ -27,6 +27,8 @@ const NEAR = 750;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
+/** How much of a row must be in view for it to count as seen. */
+const MIN_SEEN = 24;
 
 export type Segment =
   | { key: string; item: Item; index: number }
@@ -361,6 +363,15 @@ export class Feed {
       if (this.flashId === id) this.flashId = null;
     }, FLASH_MS);
     this.prefetch(this.known);
+  }
+
+  /** The index of the lowest row the reader sees (at least `MIN_SEEN` px of it), from the
+   * offsets (no layout read); -1 before the list is placed. Read markers follow it. */
+  seenThrough(): number {
+    if (!this.placed || !this.built.length) return -1;
+    if (this.stuck) return this.built.length - 1;
+    const bottom = this.known + this.viewport - this.origin - MIN_SEEN;
+    return Math.min(this.built.length - 1, this.offsets.indexAt(Math.max(0, bottom)));
   }
 
   jumpToLatest = () => {

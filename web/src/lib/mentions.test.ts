@@ -47,3 +47,21 @@ describe("candidates", () => {
     expect(candidates(all, "agent_co").map((a) => a.name)).toEqual(["Code"]);
   });
 });
+
+describe("people and agents together", () => {
+  const people = [
+    { id: "user_1", name: "Ada Lovelace" },
+    { id: "user_2", name: "Owner" },
+  ];
+  const agents = [{ id: "agent_1", name: "Ada" }];
+
+  it("offers people as well as agents", () => {
+    expect(candidates([...agents, ...people], "ad").map((c) => c.id)).toEqual(["agent_1", "user_1"]);
+    expect(candidates([...agents, ...people], "ow").map((c) => c.id)).toEqual(["user_2"]);
+  });
+
+  it("takes the longest name whoever bears it, and ids of people", () => {
+    expect(mentioned("@Ada Lovelace hi", [...agents, ...people]).map((c) => c.id)).toEqual(["user_1"]);
+    expect(mentioned("@Ada hi @user_2", [...agents, ...people]).map((c) => c.id)).toEqual(["agent_1", "user_2"]);
+  });
+});

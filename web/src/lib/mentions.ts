@@ -1,9 +1,15 @@
 /**
  * Mentions as the server's parser reads them (src/palaver/agents/mentions.py): `@Name` matches
- * a member agent's name ignoring case (case-folded), longest name first; a mention ends at a
+ * the name of a member agent or of a person who reads the channel, ignoring case (case-folded),
+ * longest name first whoever bears it; `@agent_…` and `@user_…` match ids; a mention ends at a
  * non-word character; an `@` right after a word character is plain text.
  */
-import type { Agent } from "./types";
+
+/** An agent or a person: anyone a mention may name. */
+export interface Named {
+  id: string;
+  name: string;
+}
 
 /** Python's `\w` on str: letters, numbers and the underscore; combining marks are not word
  * characters there (`@Ann\u0301` mentions Ann), so they are not here. */
@@ -39,7 +45,7 @@ export function mentionAt(content: string, caret: number): MentionQuery | null {
  * Agents a partial mention may still become: their folded name starts with the folded text.
  * Names with spaces stay candidates while the typed text matches their beginning.
  */
-export function candidates(agents: Agent[], typed: string): Agent[] {
+export function candidates<T extends Named>(agents: T[], typed: string): T[] {
   const want = fold(typed);
   return agents
     .filter((a) => fold(a.name).startsWith(want) || a.id.startsWith(typed))
@@ -49,10 +55,11 @@ export function candidates(agents: Agent[], typed: string): Agent[] {
     });
 }
 
-/** Member agents the text mentions, in order of first mention (as the server decides). */
-export function mentioned(content: string, members: Agent[]): Agent[] {
+/** Members (agents and people) the text mentions, in order of first mention (as the server
+ * decides). */
+export function mentioned<T extends Named>(content: string, members: T[]): T[] {
   const byLength = [...members].sort((a, b) => b.name.length - a.name.length);
-  const found: Agent[] = [];
+  const found: T[] = [];
   let i = content.indexOf("@");
   while (i !== -1) {
     const start = i + 1;
@@ -65,24 +72,28 @@ export function mentioned(content: string, members: Agent[]): Agent[] {
   return found;
 }
 
-function matchId(content: string, start: number, members: Agent[]): Agent | null {
-  if (!content.startsWith("agent_", start)) return null;
+function matchId<T extends Named>(content: string, start: number, members: T[]): T | null {
+  if (!content.startsWith("agent_", start) && !content.startsWith("user_", start)) return null;
   let end = start;
   while (end < content.length && isWord(content[end])) end += 1;
   const id = content.slice(start, end);
   return members.find((a) => a.id === id) ?? null;
 }
 
-function matchName(content: string, start: number, agents: Agent[]): Agent | null {
-  for (const agent of agents) {
-    const name = fold(agent.name);
-    let folded = "";
-    let end = start;
-    while (end < content.length && folded.length < name.length) {
-      folded += fold(content[end]);
-      end += 1;
-    }
-    if (folded === name && !isWord(content[end])) return agent;
+/** Where `@name` ends when the text at `start` (after the `@`) spells `name` as a whole
+ * mention; -1 when it does not. */
+export function mentionEnd(content: string, start: number, name: string): number {
+  const want = fold(name);
+  let folded = "";
+  let end = start;
+  while (end < content.length && folded.length < want.length) {
+    folded += fold(content[end]);
+    end += 1;
   }
+  return folded === want && !isWord(content[end]) ? end : -1;
+}
+
+function matchName<T extends Named>(content: string, start: number, agents: T[]): T | null {
+  for (const agent of agents) if (mentionEnd(content, start, agent.name) !== -1) return agent;
   return null;
 }

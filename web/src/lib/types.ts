@@ -112,6 +112,16 @@ export interface Channel {
   updatedAt: string;
 }
 
+/** The caller's read state of a channel (SPEC 12): what `GET /api/channels` adds to each. */
+export interface ReadState {
+  lastReadId: string | null;
+  unreadCount: number;
+  mentionCount: number;
+}
+
+/** A channel as `GET /api/channels` and `channel_created` carry it. */
+export type ListedChannel = Channel & ReadState;
+
 export type MessageType = "text" | "image" | "file" | "tool_call" | "tool_result";
 
 export interface Message {
@@ -197,6 +207,14 @@ export type ServerEvent =
   | { type: "pong" }
   | { type: "subscribed"; data: { channelId: string } }
   | { type: "unsubscribed"; data: { channelId: string } }
+  | { type: "read_updated"; data: ReadState & { channelId: string } }
+  | {
+      type: "mention";
+      data: { messageId: string; channelId: string; threadId: string | null; from: string | null };
+    }
+  | { type: "channel_created"; data: ListedChannel }
+  | { type: "channel_updated"; data: Channel }
+  | { type: "channel_removed"; data: { id: string } }
   | { type: "message"; data: Message }
   | { type: "message_updated"; data: Message }
   | { type: "message_deleted"; data: { id: string; channelId: string; threadId: string | null } }

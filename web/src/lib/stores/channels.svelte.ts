@@ -1,156 +1,172 @@
 /**
- * The channels a person may see, and how many messages in each they have not read.
- *
- * The page subscribes to every channel it lists, so counts move live. What was last read is
- * kept per user in localStorage (message ids only, nothing secret); counts at load come from
- * one request for all channels (`POST /api/channels/unread`), capped at 50 ("50+").
+ * The channels a person may see, kept live: `channel_created`, `channel_updated` and
+ * `channel_removed` reach every page of the person without a subscription (SPEC 12). The page
+ * subscribes to every channel it lists, so messages and counts move live; the read state of
+ * each (marker, unread and mention counts) is the server's, held by `readState`.
  */
-import { untrack } from "svelte";
 import { api } from "../api";
-import { router } from "../router.svelte";
+import { channelPath, router } from "../router.svelte";
 import { socket } from "../socket.svelte";
-import type { Channel, Message } from "../types";
+import type { Channel, ListedChannel } from "../types";
+import { announcer } from "./announcer.svelte";
+import { readState } from "./readState.svelte";
 import { session } from "./session.svelte";
 
-/** Counts stop here ("50+"): a count is a nudge, not a statistic. */
-export const UNREAD_CAP = 50;
+/** The channel's own fields, without the caller's read state. */
+function plain(c: Channel | ListedChannel): Channel {
+  const { id, name, type, agentIds, memberIds, createdAt, updatedAt } = c;
+  return { id, name, type, agentIds, memberIds, createdAt, updatedAt };
+}
 
-/** Thread replies are left out, as on the server (they are read in their thread). */
-function counts(m: Message): boolean {
-  return (
-    (m.type === "text" || m.type === "image" || m.type === "file") &&
-    m.userId !== session.user?.id &&
-    !m.threadId
-  );
+function byName(a: Channel, b: Channel): number {
+  return a.name.localeCompare(b.name);
 }
 
 class Channels {
   list = $state<Channel[]>([]);
   loaded = $state(false);
-  unread = $state<Record<string, number>>({});
-  /** The newest message of each channel's loaded timeline (what opening it reads up to). */
-  private newest: Record<string, string | undefined> = {};
-  /** The channel on screen (the address names it, a thread's too): its messages are read as
-   * they arrive, while the tab is seen. Derived from the route, not copied in by the shell. */
+  /** Said on screen when the channel the person was in went away (removed, left, deleted). */
+  notice = $state<string | null>(null);
+  private doing = new Map<string, "left" | "deleted">();
+  /** Channels whose subscription the server has not confirmed since the list was read. */
+  private unconfirmed = new Set<string>();
+  private recount: ReturnType<typeof setTimeout> | undefined;
+  /** The channel on screen (the address names it, a thread's too). */
   get active(): string | null {
     const route = router.route;
     return route.name === "channel" || route.name === "thread" ? route.params.channelId : null;
   }
-  /** Whether the tab is seen: a message arriving in a hidden tab is not read yet. */
-  visible = $state(document.visibilityState === "visible");
-  private lastRead: Record<string, string> = {};
 
   constructor() {
     socket.on((event) => {
-      if (event.type !== "message") return;
-      const m = event.data;
-      if (!counts(m)) return;
-      if (m.channelId === this.active && this.visible) {
-        this.markRead(m.channelId, m.id);
-      } else if (m.id > (this.lastRead[m.channelId] ?? "")) {
-        this.unread[m.channelId] = (this.unread[m.channelId] ?? 0) + 1;
+      switch (event.type) {
+        case "channel_created": {
+          const { lastReadId, unreadCount, mentionCount } = event.data;
+          if (!this.get(event.data.id)) readState.set(event.data.id, { lastReadId, unreadCount, mentionCount });
+          this.add(event.data);
+          break;
+        }
+        case "channel_updated":
+          this.update(event.data);
+          break;
+        case "channel_removed":
+          this.removed(event.data.id);
+          break;
+        case "subscribed":
+          this.confirmed(event.data.channelId);
+          break;
       }
     });
     socket.onReconnect(() => void this.load());
-    document.addEventListener("visibilitychange", () => {
-      this.visible = document.visibilityState === "visible";
-    });
-    // Opening a channel, or seeing the tab again, reads it up to its newest loaded message: a
-    // side effect of the route and the tab (it writes the read marker), not a copy of state.
-    $effect.root(() => {
-      $effect(() => {
-        const id = this.active;
-        if (id && this.visible) untrack(() => this.clear(id, this.newest[id]));
-      });
-    });
-  }
-
-  /** A channel's timeline changed (its messages store tells): on screen, it is read. */
-  seen(channelId: string, newestId: string | undefined): void {
-    this.newest[channelId] = newestId;
-    if (channelId === this.active) this.clear(channelId, newestId);
   }
 
   get(id: string): Channel | undefined {
     return this.list.find((c) => c.id === id);
   }
 
-  private storageKey(): string {
-    return `palaver:lastRead:${session.user?.id ?? ""}`;
-  }
-
+  /** The list with each channel's read state, in one request (at load and after a reconnect:
+   * what changed while the socket was down comes with it). */
   async load(): Promise<void> {
     const list = await api.channels();
-    list.sort((a, b) => a.name.localeCompare(b.name));
-    this.list = list;
+    const gone = this.list.filter((c) => !list.some((l) => l.id === c.id));
+    this.list = list.map(plain).sort(byName);
+    readState.load(list);
     this.loaded = true;
-    try {
-      this.lastRead = JSON.parse(localStorage.getItem(this.storageKey()) ?? "{}");
-    } catch {
-      this.lastRead = {};
+    for (const channel of list) {
+      this.unconfirmed.add(channel.id);
+      socket.subscribe(channel.id);
     }
-    for (const channel of list) socket.subscribe(channel.id);
-    await this.countUnread(list.filter((c) => c.id !== this.active));
+    for (const channel of gone) this.removed(channel.id, channel);
   }
 
-  /** One request for every channel's count (`POST /api/channels/unread`), not one each. */
-  private async countUnread(list: Channel[]): Promise<void> {
-    if (!list.length) return;
-    const after: Record<string, string | null> = {};
-    for (const channel of list) after[channel.id] = this.lastRead[channel.id] ?? null;
-    let answer: Awaited<ReturnType<typeof api.unread>>;
+  /**
+   * A message stored between the list's answer and the subscription's confirmation came by
+   * neither road, so once the subscriptions are confirmed the counts are asked for again:
+   * one request for every channel, whatever the number confirmed close together.
+   */
+  private confirmed(channelId: string): void {
+    if (!this.unconfirmed.delete(channelId)) return;
+    clearTimeout(this.recount);
+    this.recount = setTimeout(() => void this.refreshCounts(), 250);
+  }
+
+  private async refreshCounts(): Promise<void> {
     try {
-      answer = await api.unread(after, UNREAD_CAP);
+      readState.refresh(await api.channels());
     } catch {
-      return; // counts stay as they were; the next load or reconnect asks again
-    }
-    for (const [channelId, { count, newestId }] of Object.entries(answer)) {
-      if (this.lastRead[channelId] === undefined) {
-        // First visit from this browser: what is there now counts as read (in an empty
-        // channel, "" is before every id: whatever comes later counts).
-        this.lastRead[channelId] = newestId ?? "";
-        this.saveLastRead();
-        continue;
-      }
-      if (channelId !== this.active || !this.visible) this.unread[channelId] = count;
+      // the counts stay as they are; the next reconnect asks again
     }
   }
 
   add(channel: Channel): void {
-    if (!this.get(channel.id)) {
-      this.list = [...this.list, channel].sort((a, b) => a.name.localeCompare(b.name));
-    }
+    const known = this.get(channel.id);
+    if (known) this.update(channel);
+    else this.list = [...this.list, plain(channel)].sort(byName);
+    if (!readState.states[channel.id]) readState.set(channel.id, { lastReadId: null, unreadCount: 0, mentionCount: 0 });
+    if (!known) this.unconfirmed.add(channel.id);
     socket.subscribe(channel.id);
   }
 
-  markRead(channelId: string, messageId: string): void {
-    if (messageId <= (this.lastRead[channelId] ?? "")) return;
-    this.lastRead[channelId] = messageId;
-    this.saveLastRead();
+  /** A rename, or a change of agents or members: only channels the page lists. */
+  update(channel: Channel): void {
+    if (!this.get(channel.id)) return;
+    this.list = this.list.map((c) => (c.id === channel.id ? plain(channel) : c)).sort(byName);
   }
 
-  private saveLastRead(): void {
-    try {
-      localStorage.setItem(this.storageKey(), JSON.stringify(this.lastRead));
-    } catch {
-      // storage full or disabled: counts still move for this page
+  /**
+   * The person can no longer read the channel. If it is on screen, the page goes to the first
+   * channel left (or home) and says why. `why` words the notice when the person did it.
+   */
+  removed(id: string, was?: Channel, why = this.doing.get(id)): void {
+    const channel = this.get(id) ?? was;
+    this.list = this.list.filter((c) => c.id !== id);
+    socket.unsubscribe(id);
+    readState.drop(id);
+    if (!channel || this.active !== id) {
+      if (why && channel) announcer.say(this.words(channel, why));
+      return;
     }
+    this.notice = this.words(channel, why);
+    announcer.say(this.notice);
+    const next = this.list[0];
+    router.go(next ? channelPath(next.id) : "/", true);
   }
 
-  /** The person looks at the channel: everything in it up to `newestId` is read. Nothing is
-   * read while the tab is hidden. */
-  clear(channelId: string, newestId?: string): void {
-    if (!this.visible) return;
-    this.unread[channelId] = 0;
-    if (newestId) this.markRead(channelId, newestId);
+  private words(channel: Channel, why?: "left" | "deleted"): string {
+    const name = channel.type === "dm" ? channel.name : `#${channel.name}`;
+    if (why === "left") return `You left ${name}.`;
+    if (why === "deleted") return `${name} was deleted.`;
+    return `${name} was deleted, or you are no longer a member of it.`;
+  }
+
+  /** The owner deletes a channel (after a confirmation naming it). */
+  async remove(id: string): Promise<void> {
+    await this.act(id, "deleted", () => api.deleteChannel(id));
+  }
+
+  /** A guest leaves a channel (after a confirmation). */
+  async leave(id: string): Promise<void> {
+    await this.act(id, "left", () => api.leaveChannel(id));
+  }
+
+  /** The person's own leave or delete: `channel_removed` may come before the answer, and the
+   * notice must still say what they did. */
+  private async act(id: string, why: "left" | "deleted", call: () => Promise<unknown>): Promise<void> {
+    this.doing.set(id, why);
+    try {
+      await call();
+      this.removed(id, undefined, why);
+    } finally {
+      this.doing.delete(id);
+    }
   }
 
   reset(): void {
     this.list = [];
     this.loaded = false;
-    this.unread = {};
-    this.newest = {};
-    this.lastRead = {};
+    this.notice = null;
+    this.unconfirmed.clear();
+    clearTimeout(this.recount);
   }
 }
 

@@ -44,6 +44,17 @@ class Directory {
     void this.loadPeople(channelId);
   }
 
+  /** The people of these ids the page knows (a channel's members, from `loadPeople`), the
+   * person themself left out: whom a mention may name. */
+  peopleIn(ids: string[]): User[] {
+    const me = session.user?.id;
+    return ids
+      .filter((id) => id !== me)
+      .map((id) => this.people[id])
+      .filter((u): u is User => u !== undefined)
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
   personName(userId: string | null): string {
     if (userId === null) return "Schedule";
     if (userId === session.user?.id) return session.user.name;

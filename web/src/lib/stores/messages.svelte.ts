@@ -14,6 +14,7 @@ import type { Message, Reaction, ServerEvent, ThreadSummary, ToolStatus } from "
 import { announcer } from "./announcer.svelte";
 import { channels } from "./channels.svelte";
 import { directory } from "./directory.svelte";
+import { readState } from "./readState.svelte";
 import { session } from "./session.svelte";
 
 export const PAGE_SIZE = 50;
@@ -153,12 +154,8 @@ export class Timeline {
     return this.#items;
   }
 
-  /** Replaced on every change: a channel's list tells the channels store its newest message
-   * (the channel on screen is read up to it). */
   set items(list: Item[]) {
     this.#items = list;
-    // A window far back is not what the channel's newest message is.
-    if (this.threadId === null && this.live) channels.seen(this.channelId, list[list.length - 1]?.id);
   }
 
   /** Whether a message belongs here: a thread's root and replies, or the channel's others. */
@@ -290,7 +287,6 @@ export class Timeline {
       page.concat(held.filter((m) => m.id > newest && !this.find(m.id))),
       since,
     );
-    if (this.threadId === null) channels.seen(this.channelId, this.items[this.items.length - 1]?.id);
   }
 
   /**
@@ -771,6 +767,16 @@ class Timelines {
     return timeline;
   }
 
+  /** Whether the person takes part in a thread: wrote its root or a reply (what makes a reply
+   * there count as unread, as on the server). */
+  takesPart(channelId: string, threadId: string): boolean {
+    const me = session.user?.id;
+    if (me === undefined) return false;
+    const root = this.byChannel.get(channelId)?.find(threadId) ?? this.byThread.get(threadId)?.root;
+    if (root && (root.userId === me || root.thread?.participantIds.includes(me))) return true;
+    return this.byThread.get(threadId)?.items.some((i) => i.userId === me) ?? false;
+  }
+
   /** Where a message the person sent goes: its thread's timeline, or the channel's. */
   forSent(channelId: string, threadId: string | null | undefined): Timeline {
     return threadId ? this.thread(channelId, threadId) : this.get(channelId);
@@ -812,4 +818,5 @@ class Timelines {
 }
 
 export const timelines = new Timelines();
+readState.takesPart = (channelId, threadId) => timelines.takesPart(channelId, threadId);
 session.onReset(() => timelines.reset());

@@ -1,11 +1,8 @@
-import { flushSync } from "svelte";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
-import { channelPath, router } from "../router.svelte";
 import { applyReaction, hasReacted } from "../reactions";
 import type { Message } from "../types";
 import { Timeline, timelines } from "./messages.svelte";
-import { channels } from "./channels.svelte";
 import { session } from "./session.svelte";
 
 let clock = 0;
@@ -218,21 +215,5 @@ describe("thread routing", () => {
     await expect(timelines.toggleReaction("ch_t", "m1", "👍", false)).rejects.toThrow("no");
     expect(channel.find("m1")!.reactions[0].count).toBe(1);
     session.user = null;
-  });
-
-  it("reads the channel on screen up to its newest message as its list changes (no effect)", () => {
-    channels.unread["ch_t"] = 3;
-    router.go(channelPath("ch_t"));
-    flushSync();
-    expect(channels.unread["ch_t"]).toBe(0);
-    channels.unread["ch_t"] = 2;
-    timelines.get("ch_t").merge([msg("m1")]);
-    expect(channels.unread["ch_t"]).toBe(0);
-    // A thread's list is not the channel's: it reads nothing.
-    channels.unread["ch_t"] = 2;
-    timelines.thread("ch_t", "m1").merge([msg("m1"), msg("m2", { threadId: "m1" })]);
-    expect(channels.unread["ch_t"]).toBe(2);
-    router.go("/");
-    flushSync();
   });
 });
