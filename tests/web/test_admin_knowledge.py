@@ -52,7 +52,7 @@ def test_a_document_uploaded_in_the_page_is_found_and_given_to_the_agent(
         )
 
     page.get_by_role("textbox", name="Query").fill("When is the cider press cleaned?")
-    page.get_by_role("button", name="Search").click()
+    page.get_by_role("button", name="Search", exact=True).click()
     first = page.get_by_role("list", name="Passages").get_by_role("listitem").first
     expect(first).to_contain_text("orchard.md")
     expect(first).to_contain_text("every Sunday")
@@ -92,7 +92,7 @@ def test_the_knowledge_screen_is_accessible_and_photographed(
     page = browse.page()
     log_in(page, web_server.owner_key, f"/admin/agents/{keeper['id']}/knowledge")
     page.get_by_role("textbox", name="Query").fill("cider press")
-    page.get_by_role("button", name="Search").click()
+    page.get_by_role("button", name="Search", exact=True).click()
     expect(page.get_by_role("list", name="Passages")).to_be_visible()
     for viewport, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
         page.set_viewport_size(viewport)

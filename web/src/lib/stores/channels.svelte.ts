@@ -57,7 +57,17 @@ class Channels {
           break;
       }
     });
-    socket.onReconnect(() => void this.load());
+    socket.onReconnect(() => void this.reload());
+  }
+
+  /** After a reconnect: the list again; a server that answers the socket but not yet the
+   * request (still starting, or gone again) is asked again a little later, a few times. */
+  private async reload(attempt = 0): Promise<void> {
+    try {
+      await this.load();
+    } catch {
+      if (attempt < 5) setTimeout(() => void this.reload(attempt + 1), 1000 * 2 ** attempt);
+    }
   }
 
   get(id: string): Channel | undefined {
