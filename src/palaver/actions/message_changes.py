@@ -18,7 +18,7 @@ from palaver.actions.reading import tell_read_states
 from palaver.domain import Channel, Message, User
 from palaver.emoji_rule import one_emoji
 from palaver.errors import Forbidden, Invalid, NotFound
-from palaver.mention_events import tell_mentioned, with_mentions
+from palaver.mention_events import MENTIONS, tell_mentioned, with_mentions
 from palaver.message_events import changed, react_as
 from palaver.services import Services
 from palaver.store import message_changes, messages, read_states
@@ -52,8 +52,11 @@ async def edit(svc: Services, user: User, message_id: str, content: str) -> Mess
     if not _is_authors(user, message) or message.type != "text":
         raise Forbidden("Only the author of a text message may edit it.")
     check_content(svc, content, "text", None)
-    async with svc.db.read() as conn:
-        metadata = await with_mentions(conn, channel, message.metadata, content)
+    if "@" in content:
+        async with svc.db.read() as conn:
+            metadata = await with_mentions(conn, channel, message.metadata, content)
+    else:
+        metadata = {k: v for k, v in message.metadata.items() if k != MENTIONS}
     now = utcnow()
 
     def write(conn: Connection) -> tuple[Message, str, dict[str, ReadState]]:

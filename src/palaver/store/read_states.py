@@ -259,6 +259,8 @@ def remention(conn: Connection, message: Message, before: Collection[str]) -> di
     their new states."""
     after = set(mentioned_people(message))
     gained, lost = after - set(before), set(before) - after
+    if not gained and not lost:
+        return {}
     if lost:
         conn.execute(
             delete(message_mentions).where(
