@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -46,23 +47,74 @@ def pytest_make_parametrize_id(val: object, argname: str) -> str | None:
     return argname if isinstance(val, bytes) else None
 
 
+DEPLOY_INSTALL = "tests/test_deploy_install.py"
+WORKER_INSTALL_KEY = "palaver_dockerfile_install"
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The Dockerfile's install (tests/test_deploy_install.py) is a minute or two of pip: begun
-    now, in a thread, it overlaps the tests that run before it."""
-    if any(item.nodeid.startswith("tests/test_deploy_install.py") for item in session.items):
+    now, in a thread, it overlaps the tests that run before it. A pytest-xdist worker does not
+    begin it: the controller runs it once for all of them (below), in the folder it named."""
+    if any(item.nodeid.startswith(DEPLOY_INSTALL) for item in session.items):
+        from tests.test_deploy_install import INSTALL
+
+        workerinput = getattr(session.config, "workerinput", None)
+        if workerinput is None:
+            INSTALL.start()
+        else:
+            INSTALL.attach(Path(workerinput[WORKER_INSTALL_KEY]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before it starts a worker: where the install goes."""
+    from tests.test_deploy_install import INSTALL
+
+    node.workerinput[WORKER_INSTALL_KEY] = str(INSTALL.prepare())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
+    """pytest-xdist's controller, once a worker has collected, before any test is handed out:
+    the install begins here when the test that needs it is in the run."""
+    if any(nodeid.startswith(DEPLOY_INSTALL) for nodeid in ids):
         from tests.test_deploy_install import INSTALL
 
         INSTALL.start()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Its folder goes even when the run stopped before its test (`-x`, Ctrl-C)."""
+    """Its folder goes even when the run stopped before its test (`-x`, Ctrl-C); under
+    pytest-xdist, when the controller ends, after every worker."""
     module = sys.modules.get("tests.test_deploy_install")
     if module is not None:
         module.INSTALL.remove()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+FIRST = ("tests/test_on_postgresql.py", "tests/web/")
+"""What pytest-xdist hands out first: the longest units of work, one test that runs eleven
+modules again on PostgreSQL (minutes, in one process) and the browser tests (which one worker
+runs, tests/scheduling.py). The other files then fill in around them."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n` alone (its `--dist load`) distributes as tests/scheduling.py says; another
+    `--dist` is left as it is."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.scheduling import SuiteScheduling
+
+    return SuiteScheduling(config, log)
+
+
+def _first(item: pytest.Item) -> int:
+    return next((n for n, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):
+        items.sort(key=_first)
     if storage() != "postgresql":
         return
     for item in items:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -25,6 +26,8 @@ from websockets.sync.client import ClientConnection, connect
 from tests import pg_server
 
 OWNER_KEY = "owner-key-for-tests"
+READY = re.compile(r"(?m)^Palaver is ready: open http://\S+:(\d+) ")
+"""The line `palaver serve` prints once it listens (src/palaver/cli.py), with its port."""
 
 
 def free_port() -> int:
@@ -95,11 +98,17 @@ class Server:
     def db_path(self) -> Path:
         return self.data_dir / "palaver.db"
 
-    def start(self, **env: str) -> None:
+    def start(self, port: int = 0, **env: str) -> None:
+        """Start it, on `port`, or with 0 (the default) on any free port, which the server
+        binds itself and names in its "Palaver is ready" line. Nothing else can take that port
+        between its choice and its use, as it could with a port chosen here and handed over: a
+        process that starts in the meantime (another test process, another test run) may bind
+        it first, and then the check that the server answers is answered by that process.
+        A server restarted on the port it had (`start(port=server.port)`) frees it while it is
+        down; that it is its own again is known by its ready line, not by any answer."""
         self.env.update(env)
         if self.database_url is None and Server.new_database is not None:
             self.database_url = self.env["DATABASE_URL"] = Server.new_database()
-        self.port = free_port()
         full_env = {
             **os.environ,
             "OWNER_KEY": self.owner_key,
@@ -110,6 +119,7 @@ class Server:
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
+        log_start = log.tell()
         self.proc = subprocess.Popen(
             [
                 self.python,
@@ -117,7 +127,7 @@ class Server:
                 "palaver",
                 "serve",
                 "--port",
-                str(self.port),
+                str(port),
                 "--data-dir",
                 str(self.data_dir),
             ],
@@ -128,14 +138,22 @@ class Server:
         log.close()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
+            # Read before the exit check: a server that printed its line and then stopped
+            # must be reported as stopped, not as started.
+            ready = READY.search(self._log_since(log_start))
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited early:\n{self.read_log()}")
-            try:
-                httpx.get(f"{self.base_url}/api/me", timeout=1)
+            if ready is not None:
+                self.port = int(ready.group(1))
+                assert port in (0, self.port), f"asked for port {port}, it said {self.port}"
                 return
-            except httpx.TransportError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         raise RuntimeError(f"server did not start:\n{self.read_log()}")
+
+    def _log_since(self, offset: int) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
 
     def read_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

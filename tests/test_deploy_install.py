@@ -10,6 +10,7 @@ session; the node's part takes a few seconds.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -19,7 +20,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import traceback
 from pathlib import Path
+from typing import IO
 
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
@@ -63,12 +66,19 @@ def _normal(name: str) -> str:
 
 class DockerfileInstall:
     """The Dockerfile's install in a fresh venv, run in a thread from the end of collection
-    (tests/conftest.py), so that its minute or two of pip overlaps the tests before its own."""
+    (tests/conftest.py), so that its minute or two of pip overlaps the tests before its own.
+
+    Under pytest-xdist every worker collects the whole suite, but the install must run once:
+    the controller runs it, and tells the workers its folder (`attach`); the worker that runs
+    the test waits for it on a lock file the running install holds."""
 
     def __init__(self) -> None:
         self.folder: Path | None = None
         self.failure: str | None = None
+        self.elsewhere = False
+        """Run by another process (pytest-xdist's controller): this one only waits for it."""
         self._thread: threading.Thread | None = None
+        self._running: IO[str] | None = None
 
     @property
     def work(self) -> Path:
@@ -80,23 +90,71 @@ class DockerfileInstall:
         assert self.folder is not None
         return self.folder / "venv"
 
-    def start(self) -> None:
-        if self._thread is None:
+    @property
+    def _lock_path(self) -> Path:
+        assert self.folder is not None
+        return self.folder / "running.lock"
+
+    @property
+    def _result_path(self) -> Path:
+        assert self.folder is not None
+        return self.folder / "result"
+
+    def prepare(self) -> Path:
+        """The install's folder, made if need be (it may not be filled yet)."""
+        if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="palaver-dockerfile-"))
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
+        return self.folder
+
+    def attach(self, folder: Path) -> None:
+        """Use the install another process runs (or ran) in `folder`."""
+        self.folder = folder
+        self.elsewhere = True
+
+    def start(self) -> None:
+        if self.elsewhere or self._thread is not None:
+            return
+        self.prepare()
+        # Taken before the thread starts, so that a waiter never finds the lock free too early.
+        self._running = self._lock_path.open("w")
+        fcntl.flock(self._running, fcntl.LOCK_EX)
+        self._thread = threading.Thread(target=self._run_and_report, daemon=True)
+        self._thread.start()
 
     def wait(self) -> None:
-        self.start()
-        assert self._thread is not None
-        self._thread.join()
+        if self.elsewhere:
+            try:
+                lock = self._lock_path.open()
+            except FileNotFoundError:
+                raise AssertionError("the Dockerfile's install was never started") from None
+            with lock:
+                fcntl.flock(lock, fcntl.LOCK_SH)
+            assert self._result_path.exists(), "the Dockerfile's install did not finish"
+            self.failure = self._result_path.read_text() or None
+        else:
+            self.start()
+            assert self._thread is not None
+            self._thread.join()
         assert self.failure is None, self.failure
 
     def remove(self) -> None:
+        """Delete the folder; the process that ran the install does it."""
+        if self.elsewhere:
+            return
         if self._thread is not None:
             self._thread.join()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _run_and_report(self) -> None:
+        assert self._running is not None
+        try:
+            self._run()
+        except Exception:
+            self.failure = traceback.format_exc()
+        finally:
+            self._result_path.write_text(self.failure or "")
+            self._running.close()
 
     def _run(self) -> None:
         copied, pips = dockerfile_install()

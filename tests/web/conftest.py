@@ -41,8 +41,12 @@ PHONE = {"width": 360, "height": 740}
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """Chromium, for this folder's tests only. Playwright's sync API keeps its event loop set
+    as the thread's running loop while it lives, which makes `asyncio.run` and every async test
+    fail; scoped to this package, it is stopped as soon as a process moves on to tests outside
+    it (with pytest-xdist a worker may run other folders after these)."""
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     pw = playwright_sync.sync_playwright().start()

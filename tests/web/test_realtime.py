@@ -5,22 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.support import Server, post
 from tests.web.conftest import Browse, channel, open_channel
 
 
-def restart_on_the_same_port(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    port = server.port
+def restart_on_the_same_port(server: Server) -> None:
     server.stop()
-    monkeypatch.setattr("tests.support.free_port", lambda: port)
-    server.start()
+    server.start(port=server.port)
 
 
 def test_after_a_server_restart_the_page_reconnects_with_no_gap_and_no_duplicate(
-    browse: Browse, fresh_server: Server, monkeypatch: pytest.MonkeyPatch
+    browse: Browse, fresh_server: Server
 ) -> None:
     fresh_server.start()
     owner = fresh_server.login()
@@ -31,12 +28,10 @@ def test_after_a_server_restart_the_page_reconnects_with_no_gap_and_no_duplicate
     expect(page.locator("article", has_text="before the restart")).to_have_count(1)
 
     owner.close()
-    port = fresh_server.port
     fresh_server.stop()
     expect(page.get_by_test_id("reconnecting")).to_be_visible()
     expect(page.get_by_test_id("reconnecting")).to_contain_text("Reconnecting")
-    monkeypatch.setattr("tests.support.free_port", lambda: port)
-    fresh_server.start()
+    fresh_server.start(port=fresh_server.port)
     owner = fresh_server.login()
     for i in range(3):
         post(owner, room["id"], f"while the page was away {i}")
@@ -51,15 +46,15 @@ def test_after_a_server_restart_the_page_reconnects_with_no_gap_and_no_duplicate
 
 
 def test_a_second_restart_while_reconnecting_is_survived(
-    browse: Browse, fresh_server: Server, monkeypatch: pytest.MonkeyPatch
+    browse: Browse, fresh_server: Server
 ) -> None:
     fresh_server.start()
     with fresh_server.login() as owner:
         room = channel(owner, [])
     page = browse.page(server=fresh_server)
     open_channel(page, fresh_server, room["id"])
-    restart_on_the_same_port(fresh_server, monkeypatch)
-    restart_on_the_same_port(fresh_server, monkeypatch)
+    restart_on_the_same_port(fresh_server)
+    restart_on_the_same_port(fresh_server)
     expect(page.get_by_test_id("reconnecting")).to_be_hidden(timeout=20_000)
     page.get_by_role("textbox", name="Message").fill("still here")
     page.keyboard.press("Enter")

@@ -129,7 +129,7 @@ def test_a_chain_started_in_a_thread_runs_and_shows_in_the_thread(
 
 
 def test_an_open_thread_survives_a_reconnect_with_no_gap_and_no_duplicate(
-    browse: Browse, fresh_server: Server, monkeypatch: pytest.MonkeyPatch
+    browse: Browse, fresh_server: Server
 ) -> None:
     fresh_server.start()
     owner = fresh_server.login()
@@ -143,11 +143,9 @@ def test_an_open_thread_survives_a_reconnect_with_no_gap_and_no_duplicate(
     expect(in_thread(page, "first reply")).to_have_count(1)
 
     owner.close()
-    port = fresh_server.port
     fresh_server.stop()
     expect(page.get_by_test_id("reconnecting")).to_be_visible()
-    monkeypatch.setattr("tests.support.free_port", lambda: port)
-    fresh_server.start()
+    fresh_server.start(port=fresh_server.port)
     owner = fresh_server.login()
     for i in range(3):
         post(owner, room["id"], f"missed reply {i}", threadId=root)

@@ -362,9 +362,21 @@ export class Timeline {
     this.items = [];
   }
 
-  /** After a reconnect: fetch back until the newest id known, so nothing is missed. */
+  /** After a reconnect: fetch back until the newest id known, so nothing is missed. It is
+   * started without being awaited (on a subscription), so it handles its own failure: a 401
+   * has already sent the page back to the login screen (a logout while the channel loaded),
+   * and a server gone away again is caught up with at the socket's next subscription. What
+   * the timeline shows stays as it is. */
   async catchUp(): Promise<void> {
     if (!this.loaded || !this.live) return;
+    try {
+      await this.fetchMissed();
+    } catch {
+      // see above
+    }
+  }
+
+  private async fetchMissed(): Promise<void> {
     const known = this.newestId;
     const since = this.changes;
     const fetched: Message[] = [];
