@@ -23,7 +23,6 @@ from tests.support import (
 
 NOTES = b"# Orchard notes\n\nThe cider press is cleaned every Sunday.\n\nBees sit by the fence.\n"
 ASYNC = {"Prefer": "respond-async"}
-LOCAL = {"provider": "local", "model": "all-MiniLM-L6-v2"}
 
 
 def upload(
@@ -84,6 +83,9 @@ def test_a_failed_ingest_keeps_no_chunk_and_says_why(server: Server, owner: Api)
     owner.ok(
         "PUT", "/api/settings", json={"providers": {"deademb": {"type": "openai", "baseUrl": dead}}}
     )
+    # Put back the embedding found, not another: a model the shared server has not loaded yet
+    # makes the next test's upload wait for it (seconds on a busy machine).
+    found = owner.ok("GET", "/api/settings")["settings"]["embedding"]
     owner.ok("PUT", "/api/settings", json={"embedding": {"provider": "deademb", "model": "e"}})
     try:
         agent = new_agent(owner)["id"]
@@ -93,7 +95,7 @@ def test_a_failed_ingest_keeps_no_chunk_and_says_why(server: Server, owner: Api)
             document = response.json()["document"]
             ws.expect("ingest_progress", documentId=document["id"], status="failed", timeout=60)
     finally:
-        owner.ok("PUT", "/api/settings", json={"embedding": LOCAL})
+        owner.ok("PUT", "/api/settings", json={"embedding": found})
         owner.ok("PUT", "/api/settings", json={"providers": {"deademb": None}})
     failed = listed(owner, agent, document["id"])
     assert failed["status"] == "failed"
