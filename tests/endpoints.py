@@ -3,8 +3,8 @@
 A path names what it acts on in braces: {agent}, {channel}, {message}, {guest}, {upload},
 {chain}, {schedule}, {document} (one of the agent's documents), {memory} (one of the agent's
 memories). The channel (and the chain in it, the agent and the owner's upload) is one the
-matrix's guest is not a member of; the agent, guest, document, memory and message of a DELETE
-are made for that one request.
+matrix's guest is not a member of; the agent, channel, guest, document, memory and message of
+a DELETE are made for that one request.
 """
 
 from __future__ import annotations
@@ -136,6 +136,21 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         scoped=True,
         errors=_e(403, 404),
     ),
+    Endpoint(
+        "POST",
+        "/api/channels/{channel}/read",
+        json=lambda t: {"messageId": t["message"]},
+        scoped=True,
+        errors=_e(404),
+    ),
+    Endpoint(
+        "POST", "/api/channels/{channel}/leave", scoped=True, owner_status=403, errors=_e(403, 404)
+    ),
+    Endpoint(
+        "DELETE", "/api/channels/{channel}", admin=True, consumes="channel", errors=_e(403, 404)
+    ),
+    Endpoint("GET", "/api/search?q=hello"),
+    Endpoint("GET", "/api/usage", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/settings", admin=True, errors=_e(403)),
     Endpoint(
         "PUT",

@@ -60,6 +60,8 @@ class World:
             targets["guest"] = guest.id
         elif endpoint.consumes == "document":
             targets["document"] = new_document(self.owner, targets["agent"])
+        elif endpoint.consumes == "channel":
+            targets["channel"] = new_channel(self.owner)["id"]
         elif endpoint.consumes == "message":
             targets["message"] = post(self.owner, targets["channel"])
         elif endpoint.consumes == "memory":
