@@ -65,6 +65,24 @@ def test_serve_with_an_invalid_port_exits_with_status_2(tmp_path: Path) -> None:
     assert "port" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "otel",
+    [
+        {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+        {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"},
+        {"OTEL_TRACES_EXPORTER": "zipkin"},
+    ],
+)
+def test_serve_asked_for_traces_it_cannot_send_exits_with_status_2(
+    tmp_path: Path, otel: dict[str, str]
+) -> None:
+    env = _env(OWNER_KEY=OWNER_KEY, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", **otel)
+    done = _serve("--port", str(free_port()), env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "http/protobuf" in done.stderr and next(iter(otel.values())) in done.stderr
+
+
 @dataclass
 class Running:
     proc: subprocess.Popen[bytes]

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
+from palaver import tracing
 from palaver.actions import auth
 from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
@@ -143,6 +144,7 @@ def _bus_and_limiter(config: Config) -> tuple[EventBus, RateLimiter]:
 
 def create_app(config: Config) -> FastAPI:
     svc = build_services(config)
+    tracing.start(svc.node_id)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -185,6 +187,7 @@ def create_app(config: Config) -> FastAPI:
             await svc.bus.aclose()
             await svc.limiter.aclose()
             await svc.db.dispose()
+            await anyio.to_thread.run_sync(tracing.shutdown)
 
     app = FastAPI(
         title="Palaver",
@@ -222,6 +225,7 @@ def create_app(config: Config) -> FastAPI:
         app.include_router(debug.router(install_counts(svc.db)))
     # Last: its catch-all answers the page for every other GET.
     app.include_router(web_client.build_router())
+    tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
 
 

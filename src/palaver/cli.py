@@ -58,6 +58,13 @@ def _serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"palaver: {problem}", file=sys.stderr)
             return 2
+    from palaver.tracing import TracingError, check
+
+    try:
+        check()
+    except TracingError as exc:
+        print(f"palaver: {exc}", file=sys.stderr)
+        return 2
     # Imported only now: the app pulls in heavy SDKs, and a bad configuration answers at once.
     from palaver.app import create_app
 

@@ -32,6 +32,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from palaver import tracing
 from palaver.domain import iso
 from palaver.errors import Invalid, NotFound
 from palaver.ids import new_id
@@ -187,7 +188,37 @@ class MemoryStore:
         source_message_id: str | None = None,
         only_channel: str | None = None,
     ) -> WriteResult:
-        """Apply the write rule; comparisons are limited to `only_channel` when it is set."""
+        """Apply the write rule (in an `upsert_memory` span with its decision and similarity);
+        comparisons are limited to `only_channel` when it is set."""
+        attributes = {
+            "gen_ai.operation.name": "upsert_memory",
+            "gen_ai.memory.store.id": agent_id,
+            "gen_ai.memory.record.count": 1,
+            "gen_ai.conversation.id": channel_id,
+        }
+        with tracing.span("upsert_memory", attributes) as span:
+            result = await self._write(
+                agent_id, content, type, channel_id, source_message_id, only_channel
+            )
+            if span.is_recording():
+                span.set_attribute("gen_ai.memory.record.id", result.memory.id)
+                span.set_attribute("palaver.memory.decision", result.action)
+                if result.similarity is not None:
+                    span.set_attribute("palaver.memory.similarity", result.similarity)
+                records = tracing.content([{"id": result.memory.id, "content": content}])
+                if records is not None:
+                    span.set_attribute("gen_ai.memory.records", records)
+            return result
+
+    async def _write(
+        self,
+        agent_id: str,
+        content: str,
+        type: str,
+        channel_id: str | None,
+        source_message_id: str | None,
+        only_channel: str | None,
+    ) -> WriteResult:
         text, type = _clean(content), _check_type(type)
         vector, space = await self._embed(text)
         config = self._config()
@@ -360,6 +391,23 @@ class MemoryStore:
                 )
 
     async def _similar(
+        self, agent_id: str, text: str, k: int, type: str | None, only_channel: str | None
+    ) -> list[MemoryMatch]:
+        attributes = {
+            "gen_ai.operation.name": "search_memory",
+            "gen_ai.memory.store.id": agent_id,
+            "gen_ai.request.top_k": k,
+            "gen_ai.memory.query.text": tracing.content(text),
+        }
+        with tracing.span("search_memory", attributes) as span:
+            found = await self._nearest(agent_id, text, k, type, only_channel)
+            if span.is_recording():
+                span.set_attribute("gen_ai.memory.record.count", len(found))
+                if found:
+                    span.set_attribute("palaver.memory.best_similarity", found[0].similarity)
+            return found
+
+    async def _nearest(
         self, agent_id: str, text: str, k: int, type: str | None, only_channel: str | None
     ) -> list[MemoryMatch]:
         embedder = self._embedder()

@@ -12,6 +12,7 @@ from palaver.llm.anthropic import OPENING_TURN, AnthropicProvider
 from palaver.llm.base import (
     ChatMessage,
     Delta,
+    Finish,
     GenerationOptions,
     ProviderError,
     TextDelta,
@@ -110,6 +111,7 @@ async def test_plain_reply_streams_each_piece_then_usage(
         TextDelta("lo"),
         TextDelta(" there"),
         Usage(12, 3),
+        Finish("claude-fake-1", "end_turn"),
     ]
 
 
@@ -150,7 +152,8 @@ async def test_tool_use_arguments_split_across_events_form_one_call(
     fragments = [d for d in deltas if isinstance(d, ToolCallDelta) and d.arguments]
     assert len(fragments) == 4
     assert calls_of(deltas) == [ToolCall("toolu_1", "add", '{"a": 1, "b": 2}')]
-    assert isinstance(deltas[-1], Usage)
+    assert isinstance(deltas[-2], Usage)
+    assert deltas[-1] == Finish("claude-fake-1", "tool_use")
 
 
 async def test_several_tool_uses_after_text_keep_their_order(
@@ -176,7 +179,7 @@ async def test_usage_comes_from_message_start_and_message_delta(
 ) -> None:
     fake.enqueue(text("a", "b", usage=(40, 9)))
     deltas = await collect(provider)
-    assert deltas[-1] == Usage(40, 9)
+    assert deltas[-2:] == [Usage(40, 9), Finish("claude-fake-1", "end_turn")]
 
 
 async def test_tool_round_trip_becomes_tool_use_and_merged_tool_results(
@@ -371,4 +374,8 @@ async def test_cancelling_a_reply_mid_stream_raises_cancelled_not_a_provider_err
     with pytest.raises(asyncio.CancelledError):
         await task
     assert got == [TextDelta("a")]
-    assert await collect(provider) == [TextDelta("after"), Usage(1, 1)]
+    assert await collect(provider) == [
+        TextDelta("after"),
+        Usage(1, 1),
+        Finish("claude-fake-1", "end_turn"),
+    ]

@@ -13,6 +13,7 @@ from openai import AsyncOpenAI
 from palaver.llm.base import (
     ChatMessage,
     Delta,
+    Finish,
     GenerationOptions,
     ProviderError,
     TextDelta,
@@ -114,6 +115,7 @@ async def test_plain_reply_streams_each_piece_then_usage(
         TextDelta("lo"),
         TextDelta(" there"),
         Usage(12, 3),
+        Finish("gpt-fake", "stop"),
     ]
 
 
@@ -152,7 +154,8 @@ async def test_tool_call_arguments_split_across_chunks_form_one_call(
     assert len(fragments) == 4
     assert calls_of(deltas) == [ToolCall("call_1", "add", '{"a": 1, "b": 2}')]
     assert not [d for d in deltas if isinstance(d, TextDelta)]
-    assert isinstance(deltas[-1], Usage)
+    assert isinstance(deltas[-2], Usage)
+    assert deltas[-1] == Finish("gpt-fake", "tool_calls")
 
 
 async def test_several_tool_calls_in_one_response_keep_their_order(
@@ -295,7 +298,7 @@ async def test_stopping_early_frees_the_connection_for_the_next_reply(
     stream = provider.stream("gpt-fake", HELLO)
     assert await anext(stream) == TextDelta("a")
     await stream.aclose()
-    assert await collect(provider) == [TextDelta("next"), Usage(5, 1)]
+    assert await collect(provider) == [TextDelta("next"), Usage(5, 1), Finish("gpt-fake", "stop")]
 
 
 async def test_without_a_key_a_placeholder_lets_local_servers_answer(
@@ -367,7 +370,11 @@ async def test_cancelling_a_reply_mid_stream_raises_cancelled_not_a_provider_err
     with pytest.raises(asyncio.CancelledError):
         await task
     assert got == [TextDelta("a")]
-    assert await collect(provider) == [TextDelta("after"), Usage(1, 1)]
+    assert await collect(provider) == [
+        TextDelta("after"),
+        Usage(1, 1),
+        Finish("gpt-fake", "stop"),
+    ]
 
 
 async def test_a_burst_of_one_character_tokens_arrives_token_by_token(

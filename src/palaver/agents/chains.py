@@ -17,9 +17,11 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from opentelemetry.trace import INVALID_SPAN, Span
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from palaver import tracing
 from palaver.agents.dispatch import Dispatcher
 from palaver.agents.mentions import mentioned
 from palaver.agents.runner import ReplyRequest
@@ -61,8 +63,9 @@ class ChainCoordinator:
     ) -> Chain:
         limit = self.svc.settings.current.agents.maxChainSteps
         steps = [Step(i + 1, a, source) for i, a in enumerate(list(agent_ids)[:limit])]
-        chain = await self._create(channel, trigger, steps)
-        self._drive(chain.id)
+        workflow = await self._workflow(steps, None)
+        chain = await self._create(channel, trigger, steps, trace=tracing.carrier(workflow))
+        self._drive(chain.id, workflow)
         return chain
 
     async def pause(self, chain_id: str) -> Chain:
@@ -79,7 +82,7 @@ class ChainCoordinator:
             chain.status, chain.requested, chain.updated_at = "running", None, utcnow()
             chain.node_id = self.svc.node_id
             await chains_store.save(tx.conn, chain, settle_request=True)
-        self._drive(chain.id)
+        self._drive(chain.id, await self._workflow(chain.steps, chain.trace_context))
         return chain
 
     async def pause_lost(self, tx: Tx, which: ColumnElement[bool] | None) -> int:
@@ -122,8 +125,28 @@ class ChainCoordinator:
         self._driving[key] = task
         task.add_done_callback(lambda _: self._driving.pop(key, None))
 
-    def _drive(self, chain_id: str) -> None:
-        self._track(chain_id, asyncio.create_task(self._run(chain_id)))
+    def _drive(self, chain_id: str, workflow: Span) -> None:
+        self._track(chain_id, asyncio.create_task(self._run(chain_id, workflow)))
+
+    async def _workflow(self, steps: Sequence[Step], resumed_from: str | None) -> Span:
+        """The chain's `invoke_workflow` span, begun now and ended when driving stops: a trace
+        of its own (linked to the request that started it), or, resumed (on this node or
+        another), a child of the span that began the chain."""
+        if not tracing.enabled():
+            return INVALID_SPAN
+        async with self.svc.db.read() as conn:
+            agents = {
+                a.id: a for a in await agents_store.get_many(conn, [s.agent_id for s in steps])
+            }
+        name = " → ".join(
+            agents[s.agent_id].name if s.agent_id in agents else s.agent_id for s in steps
+        )
+        attributes = {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.agent.name": name,
+            "palaver.chain.resumed": resumed_from is not None,
+        }
+        return tracing.begin(f"invoke_workflow {name}", attributes, parent=resumed_from)
 
     async def _single(self, message: Message, channel: Channel, agent: Agent) -> None:
         reply = await self.dispatcher.reply(
@@ -138,11 +161,19 @@ class ChainCoordinator:
             return
         steps = [Step(1, agent.id, "mention", "completed", reply.id)]
         steps += [Step(i + 2, a.id, "handoff") for i, a in enumerate(handoffs)]
-        chain = await self._create(channel, message, steps, handoffs=len(handoffs))
-        await self._run(chain.id)
+        workflow = await self._workflow(steps, None)
+        chain = await self._create(
+            channel, message, steps, handoffs=len(handoffs), trace=tracing.carrier(workflow)
+        )
+        await self._run(chain.id, workflow)
 
     async def _create(
-        self, channel: Channel, trigger: Message, steps: list[Step], handoffs: int = 0
+        self,
+        channel: Channel,
+        trigger: Message,
+        steps: list[Step],
+        handoffs: int = 0,
+        trace: str | None = None,
     ) -> Chain:
         now = utcnow()
         chain = Chain(
@@ -155,17 +186,20 @@ class ChainCoordinator:
             handoffs=handoffs,
             steps=steps,
             node_id=self.svc.node_id,
+            trace_context=trace,
         )
         async with self.svc.db.write() as tx:
             await chains_store.save(tx.conn, chain, new=True)
         return chain
 
-    async def _run(self, chain_id: str) -> None:
-        try:
-            while await self._step(chain_id):
-                pass
-        except Exception:
-            log.exception("chain %s failed", chain_id)
+    async def _run(self, chain_id: str, workflow: Span) -> None:
+        with tracing.within(workflow):
+            try:
+                while await self._step(chain_id):
+                    pass
+            except Exception as exc:
+                tracing.failed(workflow, type(exc).__name__)
+                log.exception("chain %s failed", chain_id)
 
     async def _step(self, chain_id: str) -> bool:
         """Run the next step; answers whether the chain goes on."""

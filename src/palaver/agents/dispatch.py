@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy import ColumnElement
 
+from palaver import tracing
 from palaver.agents.mentions import mentioned
 from palaver.agents.runner import ReplyRequest, ReplyRunner
 from palaver.agents.threads import count_in_thread
@@ -140,10 +141,16 @@ async def store_interrupted(svc: Services, tx: Tx, which: ColumnElement[bool] | 
     """Store the replies whose node stopped or died (the drafts `which` selects, all if None)
     from their last checkpoint, marked interrupted; announced after the commit."""
     drafts = await messages_store.take_drafts(tx.conn, which)
-    for draft in drafts:
+    for draft, trace_context in drafts:
         draft.metadata["interrupted"] = True
-        await messages_store.insert_message(tx.conn, draft)
-        await count_in_thread(svc, tx, draft)
+        attributes = {
+            "gen_ai.agent.id": draft.agent_id,
+            "gen_ai.conversation.id": draft.channel_id,
+            "palaver.message.id": draft.id,
+        }
+        with tracing.span("store_interrupted_reply", attributes, parent=trace_context):
+            await messages_store.insert_message(tx.conn, draft)
+            await count_in_thread(svc, tx, draft)
         tx.on_commit(
             lambda d=draft: svc.bus.publish(  # type: ignore[misc]
                 channel_topic(d.channel_id), {"type": "message", "data": d.as_json()}

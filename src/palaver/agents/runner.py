@@ -11,13 +11,15 @@ import asyncio
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from opentelemetry.trace import Span, SpanKind
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from palaver import strict_json
+from palaver import strict_json, tracing
 from palaver.agents import budgets
 from palaver.agents.context import CHARS_PER_TOKEN, ContextBuilder, estimate_tokens
 from palaver.agents.stream import ChunkStream
@@ -27,6 +29,7 @@ from palaver.domain import Agent, Channel, Message
 from palaver.ids import new_id
 from palaver.llm.base import (
     ChatMessage,
+    Finish,
     GenerationOptions,
     ModelProvider,
     ProviderError,
@@ -166,6 +169,29 @@ class ReplyRunner:
 
     async def run(self, req: ReplyRequest) -> Message:
         """Produce and store one reply; answers the stored message, whatever ended it."""
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": req.agent.name,
+            "gen_ai.agent.id": req.agent.id,
+            "gen_ai.conversation.id": req.channel.id,
+            "gen_ai.request.model": req.agent.model,
+            "palaver.trigger.id": req.trigger.id,
+            "palaver.chain.id": req.metadata.get("chainId"),
+            "palaver.schedule.id": req.metadata.get("scheduleId"),
+        }
+        with tracing.span(f"invoke_agent {req.agent.name}", attributes, root=True) as span:
+            stored = await self._run(req, span)
+            if span.is_recording():
+                usage = stored.metadata.get("usage") or {}
+                span.set_attribute("palaver.message.id", stored.id)
+                span.set_attribute("gen_ai.usage.input_tokens", usage.get("promptTokens", 0))
+                span.set_attribute("gen_ai.usage.output_tokens", usage.get("completionTokens", 0))
+                for flag in ("cancelled", "interrupted", "truncated"):
+                    if stored.metadata.get(flag):
+                        span.set_attribute(f"palaver.reply.{flag}", True)
+            return stored
+
+    async def _run(self, req: ReplyRequest, span: Span) -> Message:
         reply = Message(
             id=new_id("msg"),
             channel_id=req.channel.id,
@@ -185,7 +211,9 @@ class ReplyRunner:
         self._active[reply.id] = active
         try:
             async with self.svc.db.write() as tx:
-                await messages_store.create_draft(tx.conn, reply, utcnow(), self.svc.node_id)
+                await messages_store.create_draft(
+                    tx.conn, reply, utcnow(), self.svc.node_id, tracing.carrier(span)
+                )
             start = {
                 "messageId": reply.id,
                 "channelId": req.channel.id,
@@ -215,21 +243,26 @@ class ReplyRunner:
                         ending["truncated"] = True
             except TimeoutError:
                 if whole_reply.expired():
+                    tracing.failed(span, "timeout")
                     ending["error"] = f"The reply took longer than {deadline} seconds; cut off."
                     log.warning(
                         "reply %s of %s was cut off after %s s", reply.id, req.agent.id, deadline
                     )
                 else:
                     log.exception("reply %s failed", reply.id)
+                    tracing.failed(span, "TimeoutError")
                     ending["error"] = "The reply failed because of an internal error."
             except ProviderError as exc:
+                tracing.failed(span, "provider_error")
                 ending["error"] = str(exc)
                 log.warning("reply %s of %s failed: %s", reply.id, req.agent.id, exc.detail)
             except budgets.BudgetSpent as exc:
+                tracing.failed(span, "budget_spent")
                 ending["error"] = str(exc)
                 log.info("reply %s of %s refused: a budget is spent", reply.id, req.agent.id)
-            except Exception:
+            except Exception as exc:
                 log.exception("reply %s failed", reply.id)
+                tracing.failed(span, type(exc).__name__)
                 ending["error"] = "The reply failed because of an internal error."
             except asyncio.CancelledError:
                 if active.reason is None:
@@ -306,29 +339,59 @@ class ReplyRunner:
         """One model call; stops reading, and says so, once the reply's text or its calls'
         arguments reach `max_chars`: a provider that ignores `max_tokens` must not fill the
         database or the memory."""
-        calls = ToolCallAccumulator()
-        text: list[str] = []
-        arguments = 0
-        deltas = provider.stream(model, conversation, specs, options)
-        try:
-            async for delta in deltas:
-                if isinstance(delta, TextDelta):
-                    room = max_chars - stream.length
-                    piece = delta.text[:room]
-                    text.append(piece)
-                    await stream.add(piece)
-                    if len(delta.text) >= room:
-                        return "".join(text), [], True
-                elif isinstance(delta, ToolCallDelta):
-                    arguments += len(delta.arguments)
-                    if arguments > max_chars:
-                        return "".join(text), [], True
-                    calls.add(delta)
-                elif isinstance(delta, Usage):
-                    tally.add(delta)
-        finally:
-            await _close(deltas)
-        return "".join(text), calls.calls(), False
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": _provider_name(provider),
+            "gen_ai.request.model": model,
+            "gen_ai.request.max_tokens": options.max_tokens,
+            "gen_ai.request.stream": True,
+            "palaver.provider.id": getattr(provider, "id", None),
+            "gen_ai.input.messages": tracing.content([_traced(m) for m in conversation]),
+        }
+        with tracing.span(f"chat {model}", attributes, kind=SpanKind.CLIENT) as span:
+            started = time.monotonic()
+            calls = ToolCallAccumulator()
+            text: list[str] = []
+            arguments = 0
+            truncated = False
+            deltas = provider.stream(model, conversation, specs, options)
+            try:
+                async for delta in deltas:
+                    if started and span.is_recording():
+                        span.set_attribute(
+                            "gen_ai.response.time_to_first_chunk", time.monotonic() - started
+                        )
+                        started = 0.0
+                    if isinstance(delta, TextDelta):
+                        room = max_chars - stream.length
+                        piece = delta.text[:room]
+                        text.append(piece)
+                        await stream.add(piece)
+                        if len(delta.text) >= room:
+                            truncated = True
+                            break
+                    elif isinstance(delta, ToolCallDelta):
+                        arguments += len(delta.arguments)
+                        if arguments > max_chars:
+                            truncated = True
+                            break
+                        calls.add(delta)
+                    elif isinstance(delta, Usage):
+                        tally.add(delta)
+                        _describe_usage(span, delta)
+                    elif isinstance(delta, Finish):
+                        _describe_finish(span, delta)
+            finally:
+                await _close(deltas)
+            answer = "".join(text)
+            if truncated:
+                span.set_attribute("gen_ai.response.finish_reasons", ["length"])
+                return answer, [], True
+            found = calls.calls()
+            output = tracing.content([_traced(ChatMessage("assistant", answer, tuple(found)))])
+            if output is not None:
+                span.set_attribute("gen_ai.output.messages", output)
+            return answer, found, False
 
     async def _tools_for(self, req: ReplyRequest) -> list[str]:
         """The agent's tools usable here: in a channel with guests, an MCP server's tools only
@@ -364,9 +427,7 @@ class ReplyRunner:
             thread_id=reply.thread_id,
         )
         timeout = self.svc.settings.current.agents.toolTimeoutSeconds
-        outcomes = await asyncio.gather(
-            *(self.tools.call(ctx, allowed, c.name, c.arguments, timeout) for c in calls)
-        )
+        outcomes = await asyncio.gather(*(self._call_tool(ctx, allowed, c, timeout) for c in calls))
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
             status = "completed" if outcome.ok else "error"
@@ -378,6 +439,29 @@ class ReplyRunner:
             records.extend(_tool_records(req, reply.id, call, args, outcome))
         await self._store_tool_records(topic, records)
         return outcomes
+
+    async def _call_tool(
+        self, ctx: ToolContext, allowed: list[str], call: ToolCall, time_limit: float
+    ) -> ToolOutcome:
+        """One tool call in its `execute_tool` span; a reply it asks for (`call_agent`) is a
+        child of it."""
+        server = call.name.split(":")[1] if call.name.startswith(MCP_PREFIX) else None
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "extension" if server else "function",
+            "palaver.mcp.server": server,
+            "gen_ai.tool.call.arguments": tracing.content(call.arguments),
+        }
+        with tracing.span(f"execute_tool {call.name}", attributes, owns_replies=True) as span:
+            outcome = await self.tools.call(ctx, allowed, call.name, call.arguments, time_limit)
+            if not outcome.ok:
+                tracing.failed(span, "tool_error")
+            result = tracing.content(outcome.result)
+            if result is not None:
+                span.set_attribute("gen_ai.tool.call.result", result)
+            return outcome
 
     async def _store_tool_records(self, topic: str, records: list[Message]) -> None:
         async with self.svc.db.write() as tx:
@@ -456,6 +540,41 @@ async def _record_usage(
     )
     calls = list(tally.calls)
     await conn.run_sync(lambda c: usage_store.record(c, utcnow(), who, calls, prices))
+
+
+def _provider_name(provider: ModelProvider) -> str:
+    """The conventions' `gen_ai.provider.name`: the vendor an adapter speaks to."""
+    kind = type(provider).__name__.removesuffix("Provider").lower()
+    return {"builtin": "palaver.builtin"}.get(kind, kind)
+
+
+def _describe_usage(span: Span, usage: Usage) -> None:
+    if span.is_recording():
+        span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+
+
+def _describe_finish(span: Span, finish: Finish) -> None:
+    if span.is_recording():
+        if finish.model:
+            span.set_attribute("gen_ai.response.model", finish.model)
+        if finish.reason:
+            span.set_attribute("gen_ai.response.finish_reasons", [finish.reason])
+
+
+def _traced(message: ChatMessage) -> dict[str, Any]:
+    """A message in the conventions' shape for `gen_ai.input.messages` (opt-in only)."""
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        kind = "tool_call_response" if message.role == "tool" else "text"
+        key = "result" if message.role == "tool" else "content"
+        parts.append({"type": kind, key: message.content, "id": message.tool_call_id})
+    parts += [
+        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in message.tool_calls
+    ]
+    return {"role": message.role, "parts": parts}
 
 
 async def _stored(conn: AsyncConnection, message_id: str) -> bool:

@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
 
+from palaver import tracing
 from palaver.agents.runner import ReplyRequest
 from palaver.auth.limiter import message_budget
 from palaver.bus.base import channel_topic
@@ -237,6 +238,16 @@ def reply_to_schedules(svc: Services) -> Fire:
     """The production `fire`: broadcast the stored prompt, then start the agent's reply."""
 
     async def fire(firing: Firing) -> None:
+        attributes = {
+            "palaver.schedule.id": firing.schedule.id,
+            "palaver.schedule.due_at": iso(firing.due_at),
+            "gen_ai.agent.id": firing.agent.id,
+            "gen_ai.conversation.id": firing.channel.id,
+        }
+        with tracing.span("fire_schedule", attributes):
+            await _fire(firing)
+
+    async def _fire(firing: Firing) -> None:
         event = {"type": "message", "data": firing.message.as_json()}
         await svc.bus.publish(channel_topic(firing.channel.id), event)
         svc.dispatcher.spawn(

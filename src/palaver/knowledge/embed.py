@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 import numpy as np
 
+from palaver import tracing
 from palaver.errors import Conflict
 from palaver.knowledge.index.base import Space
 from palaver.llm.base import ProviderError, failure, status_phrase
@@ -428,6 +429,38 @@ def make_embedder(settings: Settings) -> Embedder:
     return OpenAIEmbedder(choice.provider, provider, choice.model)
 
 
+class TracedEmbedder:
+    """An embedder whose calls are `embeddings {model}` spans (only while traces are on)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        with tracing.span(f"embeddings {self.name}", self._attributes(len(texts))):
+            return await self.inner.embed(texts)
+
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        with tracing.span(f"embeddings {self.name}", self._attributes(1)):
+            return await self.inner.embed_query(text)
+
+    def _attributes(self, inputs: int) -> dict[str, object]:
+        local = isinstance(self.inner, LocalEmbedder)
+        return {
+            "gen_ai.operation.name": "embeddings",
+            "gen_ai.provider.name": "palaver.local" if local else "openai",
+            "gen_ai.request.model": self.name,
+            "palaver.embeddings.inputs": inputs,
+        }
+
+
 class CurrentEmbedder:
     """The embedder that the settings name now, rebuilt when `settings.embedding` (or the
     provider it uses) changes; vectors made by the previous one become stale."""
@@ -443,6 +476,8 @@ class CurrentEmbedder:
         key = (settings.embedding, settings.providers.get(settings.embedding.provider))
         if self._current is None or key != self._key:
             embedder = make_embedder(settings)
+            if tracing.enabled():
+                embedder = TracedEmbedder(embedder)
             if self._current is not None:
                 self._retired.append(self._current)
             self._current, self._key = embedder, key

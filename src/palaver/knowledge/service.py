@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 
+from palaver import tracing
 from palaver.errors import DomainError, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.knowledge import documents as repo
@@ -324,6 +325,33 @@ class KnowledgeBase:
         return found.results
 
     async def _search(
+        self,
+        agent_id: str,
+        query: str,
+        top_k: int,
+        reranker: Reranker | None,
+        visibility: str | None,
+    ) -> QueryResult:
+        """In a `retrieval {agent id}` span: the agent's knowledge is the data source."""
+        attributes = {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.data_source.id": agent_id,
+            "gen_ai.request.top_k": top_k,
+            "palaver.retrieval.visibility": visibility,
+            "gen_ai.retrieval.query.text": tracing.content(query),
+        }
+        with tracing.span(f"retrieval {agent_id}", attributes) as span:
+            found = await self._hybrid(agent_id, query, top_k, reranker, visibility)
+            if span.is_recording():
+                span.set_attribute("palaver.retrieval.results", len(found.results))
+                span.set_attribute("palaver.retrieval.reranked", found.reranked)
+                documents = [{"id": r.chunk_id, "score": r.score} for r in found.results]
+                kept = tracing.content(documents)
+                if kept is not None:
+                    span.set_attribute("gen_ai.retrieval.documents", kept)
+            return found
+
+    async def _hybrid(
         self,
         agent_id: str,
         query: str,

@@ -14,7 +14,7 @@ import anyio
 from sqlalchemy import select
 
 from palaver.domain import Agent
-from palaver.knowledge.embed import CurrentEmbedder, LocalEmbedder
+from palaver.knowledge.embed import CurrentEmbedder, LocalEmbedder, TracedEmbedder
 from palaver.store import agents as agents_store
 from palaver.store.db import Database
 from palaver.store.tables.knowledge import documents
@@ -38,6 +38,8 @@ async def anyone_embeds(db: Database) -> bool:
 async def warm_up(db: Database, embedder: CurrentEmbedder) -> None:
     """Load the local model now if any agent will need it; a remote embedder needs nothing."""
     current = embedder()
+    if isinstance(current, TracedEmbedder):
+        current = current.inner
     if not isinstance(current, LocalEmbedder):
         return
     try:

@@ -32,6 +32,7 @@ from anthropic.types import (
 from palaver.llm.base import (
     ChatMessage,
     Delta,
+    Finish,
     GenerationOptions,
     ModelInfo,
     ProviderError,
@@ -108,6 +109,7 @@ class AnthropicProvider:
                 self._key,
             )
         yield Usage(reader.prompt_tokens, reader.completion_tokens, reader.cached_tokens)
+        yield Finish(reader.model, reader.stop_reason)
 
     async def complete(
         self,
@@ -265,6 +267,8 @@ class _EventReader:
     """Turns stream events into deltas; usage counts are cumulative, so only the last matters."""
 
     finished: bool = False
+    model: str | None = None
+    stop_reason: str | None = None
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
@@ -283,6 +287,7 @@ class _EventReader:
             if block.type == "text" and block.text:
                 return [TextDelta(block.text)]
         elif isinstance(event, RawMessageStartEvent):
+            self.model = event.message.model
             usage = event.message.usage
             cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
             self.prompt_tokens = usage.input_tokens + cached
@@ -292,6 +297,7 @@ class _EventReader:
             if event.usage.input_tokens is not None:
                 self.prompt_tokens = event.usage.input_tokens
             self.completion_tokens = event.usage.output_tokens
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
         elif isinstance(event, RawMessageStopEvent):
             self.finished = True
         return []

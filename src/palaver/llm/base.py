@@ -58,7 +58,16 @@ class Usage:
     """Of `prompt_tokens`, those read from the provider's prompt cache (priced apart)."""
 
 
-Delta = TextDelta | ToolCallDelta | Usage
+@dataclass(frozen=True)
+class Finish:
+    """How the answer ended, as the provider said: the model that answered and why it stopped
+    (for traces; providers that say neither send none)."""
+
+    model: str | None = None
+    reason: str | None = None
+
+
+Delta = TextDelta | ToolCallDelta | Usage | Finish
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from openai.types.chat import (
 from palaver.llm.base import (
     ChatMessage,
     Delta,
+    Finish,
     GenerationOptions,
     ModelInfo,
     ProviderError,
@@ -105,6 +106,7 @@ class OpenAIProvider:
             )
         if reader.usage is not None:
             yield reader.usage
+        yield Finish(reader.model, reader.finish_reason)
 
     async def complete(
         self,
@@ -233,6 +235,8 @@ class _ChunkReader:
 
     finished: bool = False
     usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
     _slots: dict[int, int] = field(default_factory=dict)
     _ids: dict[int, str] = field(default_factory=dict)
     _opened: int = 0
@@ -247,10 +251,13 @@ class _ChunkReader:
             details = usage.get("prompt_tokens_details") or {}
             cached = details.get("cached_tokens") if isinstance(details, dict) else None
             self.usage = Usage(int(prompt or 0), int(completion or 0), int(cached or 0))
+        if self.model is None and isinstance(chunk.get("model"), str):
+            self.model = chunk["model"]
         out: list[Delta] = []
         for choice in (chunk.get("choices") or [])[:1]:
             if choice.get("finish_reason") is not None:
                 self.finished = True
+                self.finish_reason = str(choice["finish_reason"])
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if content:

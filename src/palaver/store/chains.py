@@ -49,6 +49,8 @@ class Chain:
     steps: list[Step] = field(default_factory=list)
     node_id: str | None = None
     """The node driving the chain while it runs (its lease)."""
+    trace_context: str | None = None
+    """The `traceparent` of the chain's workflow span (written once, with the chain)."""
 
     @property
     def next_step(self) -> Step | None:
@@ -104,6 +106,7 @@ async def _load(conn: AsyncConnection, rows: list[Any]) -> list[Chain]:
             handoffs=r.handoffs,
             steps=steps[r.id],
             node_id=r.node_id,
+            trace_context=r.trace_context,
         )
         for r in rows
     ]
@@ -145,7 +148,9 @@ async def save(
     if new or settle_request:
         values["requested"] = None
     if new:
-        await conn.execute(insert(chains).values(id=chain.id, **values))
+        await conn.execute(
+            insert(chains).values(id=chain.id, trace_context=chain.trace_context, **values)
+        )
     else:
         await conn.execute(update(chains).where(chains.c.id == chain.id).values(**values))
         await conn.execute(chain_steps.delete().where(chain_steps.c.chain_id == chain.id))

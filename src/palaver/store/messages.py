@@ -209,9 +209,14 @@ async def forget_idempotency_keys_before(conn: AsyncConnection, cutoff: datetime
 
 
 async def create_draft(
-    conn: AsyncConnection, message: Message, now: datetime, node_id: str
+    conn: AsyncConnection,
+    message: Message,
+    now: datetime,
+    node_id: str,
+    trace_context: str | None = None,
 ) -> None:
-    """The reply's first checkpoint, leased to the node that runs it."""
+    """The reply's first checkpoint, leased to the node that runs it, with its span's
+    `traceparent` for the node that may store it as interrupted."""
     await conn.execute(
         insert(reply_drafts).values(
             message_id=message.id,
@@ -223,6 +228,7 @@ async def create_draft(
             updated_at=now,
             node_id=node_id,
             thread_id=message.thread_id,
+            trace_context=trace_context,
         )
     )
 
@@ -248,8 +254,9 @@ async def delete_draft(conn: AsyncConnection, message_id: str) -> bool:
 
 async def take_drafts(
     conn: AsyncConnection, which: ColumnElement[bool] | None = None
-) -> list[Message]:
-    """Delete the drafts `which` selects (all if None) and answer them as messages."""
+) -> list[tuple[Message, str | None]]:
+    """Delete the drafts `which` selects (all if None) and answer them as messages, each with
+    the `traceparent` of the reply's span."""
     query = select(reply_drafts).order_by(reply_drafts.c.message_id)
     if which is not None:
         query = query.where(which)
@@ -258,16 +265,19 @@ async def take_drafts(
         ids = [r.message_id for r in rows]
         await conn.execute(delete(reply_drafts).where(reply_drafts.c.message_id.in_(ids)))
     return [
-        Message(
-            id=r.message_id,
-            channel_id=r.channel_id,
-            agent_id=r.agent_id,
-            user_id=None,
-            content=r.content,
-            type="text",
-            metadata=dict(r.metadata or {}),
-            created_at=r.started_at,
-            thread_id=r.thread_id,
+        (
+            Message(
+                id=r.message_id,
+                channel_id=r.channel_id,
+                agent_id=r.agent_id,
+                user_id=None,
+                content=r.content,
+                type="text",
+                metadata=dict(r.metadata or {}),
+                created_at=r.started_at,
+                thread_id=r.thread_id,
+            ),
+            r.trace_context,
         )
         for r in rows
     ]

@@ -20,6 +20,8 @@ chains = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # The node driving a running chain (its lease); null once it stops running.
     Column("node_id", String(40), nullable=True),
+    # The workflow's span (`traceparent`), which the node resuming the chain continues.
+    Column("trace_context", String(64), nullable=True),
     Index("ix_chains_channel_id", "channel_id"),
     Index("ix_chains_node_id", "node_id"),
 )

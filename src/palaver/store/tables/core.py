@@ -173,6 +173,8 @@ reply_drafts = Table(
     # The node running the reply (its lease); null in drafts an older version wrote.
     Column("node_id", String(40), nullable=True),
     Column("thread_id", String(40), nullable=True),
+    # The reply's span (`traceparent`), which a node storing it as interrupted continues.
+    Column("trace_context", String(64), nullable=True),
 )
 
 nodes = Table(
