@@ -38,6 +38,7 @@ from palaver.llm.base import (
 )
 from palaver.llm.registry import ProviderRegistry
 from palaver.mention_events import tell_mentioned, with_mentions
+from palaver.metrics import ModelCall, provider_name
 from palaver.services import Services
 from palaver.settings import Price
 from palaver.store import channels as channels_store
@@ -135,6 +136,11 @@ class ReplyRunner:
 
     def is_running(self, message_id: str) -> bool:
         return message_id in self._active
+
+    @property
+    def in_flight(self) -> int:
+        """Replies being written on this node (a metric)."""
+        return len(self._active)
 
     def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
         active = self._active.get(message_id)
@@ -273,13 +279,17 @@ class ReplyRunner:
         max_chars = limits.replyTokens * CHARS_PER_TOKEN
         truncated = False
         person = req.on_behalf_of or req.trigger.user_id
+        kind = provider_name(self.svc.settings.current, provider.id)
         for round_no in range(limits.toolRounds + 1):
             await budgets.check(self.svc, req.agent, person, tally.calls, utcnow())
             offered = specs if round_no < limits.toolRounds else []
-            text, calls, truncated = await self._one_call(
-                provider, model, conversation, offered, options, stream, tally, max_chars
-            )
-            tally.end_call(req.agent.model, conversation, text)
+            measured = ModelCall(kind, model, req.agent.id, req.agent.name)
+            with self.svc.metrics.model_call(measured):
+                text, calls, truncated = await self._one_call(
+                    provider, model, conversation, offered, options, stream, tally, max_chars
+                )
+                tally.end_call(req.agent.model, conversation, text)
+                measured.tokens = tally.calls[-1].input_tokens, tally.calls[-1].output_tokens
             calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
             if truncated or not calls or not offered:
                 break
@@ -369,6 +379,8 @@ class ReplyRunner:
         )
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
+            # An unknown name the model made up counts as `other`: the label stays bounded.
+            self.svc.metrics.tool_called(call.name if call.name in allowed else "other", outcome.ok)
             status = "completed" if outcome.ok else "error"
             await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, status))
             result = {"messageId": reply.id, "toolName": call.name, "result": outcome.result}
