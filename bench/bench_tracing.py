@@ -36,12 +36,15 @@ from bench.bench_hot_paths import (
 class TracedPalaver(Palaver):
     name = "palaver_traced"
 
-    def __init__(self, workdir: Path, collector: str) -> None:
+    def __init__(self, workdir: Path, collector: str, disabled: str = "") -> None:
         super().__init__(workdir)
         self.collector = collector
+        self.disabled = disabled
+        if disabled:
+            self.name = f"palaver_traced_without_{disabled}"
 
     def command(self) -> list[str]:
-        data = self.workdir / "traced-data"
+        data = self.workdir / f"{self.name}-data"
         return [sys.executable, "-m", "palaver", "serve", "--port", str(self.port),
                 "--data-dir", str(data)]  # fmt: skip
 
@@ -50,6 +53,7 @@ class TracedPalaver(Palaver):
             **super().env(),
             "OTEL_EXPORTER_OTLP_ENDPOINT": self.collector,
             "OTEL_TRACES_SAMPLER": "always_on",
+            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": self.disabled,
         }
 
 
@@ -63,16 +67,22 @@ def run(rounds: int, seconds: int) -> dict[str, Any]:
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
         with _workdir() as workdir:
+            collector = f"http://127.0.0.1:{port}"
             untraced = Palaver(workdir)
-            traced = TracedPalaver(workdir, f"http://127.0.0.1:{port}")
-            untraced.start()
-            traced.start()
+            traced = [
+                TracedPalaver(workdir, collector),
+                TracedPalaver(workdir, collector, "sqlalchemy"),
+            ]
+            palavers = [untraced, *traced]
+            for palaver in palavers:
+                palaver.start()
             try:
                 page = untraced.prepare()
-                traced.prepare()
+                for palaver in traced:
+                    palaver.prepare()
                 bare = Bare(workdir, page)
                 bare.start()
-                targets: list[Target] = [untraced, traced, bare]
+                targets: list[Target] = [*palavers, bare]
                 try:
                     for connections in (64, 1):
                         name = f"posts_{connections}"
@@ -95,8 +105,8 @@ def run(rounds: int, seconds: int) -> dict[str, Any]:
                 finally:
                     bare.stop()
             finally:
-                untraced.stop()
-                traced.stop()
+                for palaver in palavers:
+                    palaver.stop()
     finally:
         sink.kill()
         sink.wait()
@@ -128,14 +138,20 @@ def markdown(report: dict[str, Any]) -> str:
         f"Traces' cost on posts ({report['machine']}; {report['rounds']} rounds of "
         f"{report['seconds']} s; load average {report['load_average_5min']})",
         "",
-        "| measure | bare | Palaver | Palaver traced | traced / untraced |",
-        "|---|---|---|---|---|",
+        "| measure | bare | Palaver | traced | traced / untraced | traced, no SQL spans "
+        "| no SQL / untraced |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, key, unit in (("posts_64", "rps", "posts/s"), ("posts_1", "p50_ms", "ms p50")):
-        bare, plain, traced = (m[name][t][key] for t in ("bare", "palaver", "palaver_traced"))
+    targets = ("bare", "palaver", "palaver_traced", "palaver_traced_without_sqlalchemy")
+    for name, key, unit in (
+        ("posts_64", "rps", "posts/s"),
+        ("posts_64", "cpu_ms_per_request", "server CPU ms per post"),
+        ("posts_1", "p50_ms", "ms p50"),
+    ):
+        bare, plain, traced, lean = (m[name][t][key] for t in targets)
         rows.append(
-            f"| {name} ({unit}) | {bare:,.1f} | {plain:,.1f} | {traced:,.1f} | "
-            f"{traced / plain:.2f} |"
+            f"| {name} ({unit}) | {bare:,.2f} | {plain:,.2f} | {traced:,.2f} | "
+            f"{traced / plain:.2f} | {lean:,.2f} | {lean / plain:.2f} |"
         )
     return "\n".join(rows) + "\n"
 

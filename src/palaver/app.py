@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -42,6 +42,7 @@ from palaver.api import (
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
+from palaver.api.request_metrics import RequestMetrics
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.bus.base import CONTROL, Event, EventBus
@@ -55,6 +56,8 @@ from palaver.knowledge.service import KnowledgeBase
 from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
+from palaver.metrics import Metrics
+from palaver.metrics_server import MetricsServer
 from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.search.pick import message_search
@@ -73,8 +76,10 @@ log = logging.getLogger(__name__)
 
 
 def build_services(config: Config) -> Services:
+    metrics = Metrics()
+    counting = config.metrics_bind is not None
     db = Database(config.db_url)
-    bus, limiter = _bus_and_limiter(config)
+    bus, limiter = _bus_and_limiter(config, metrics.bus_lag.observe if counting else None)
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
     index = search_index(
@@ -90,7 +95,7 @@ def build_services(config: Config) -> Services:
         node_id=node_id,
         db=db,
         bus=bus,
-        hub=Hub(),
+        hub=Hub(metrics.events_fanned_out.inc if counting else None),
         limiter=limiter,
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
@@ -100,6 +105,7 @@ def build_services(config: Config) -> Services:
         knowledge=KnowledgeBase(db, index, embedder, node_id),
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
+        metrics=metrics,
     )
     svc.message_search = message_search(db)
     rerankers = svc.rerankers = Rerankers(db, svc.providers)
@@ -128,17 +134,33 @@ def build_services(config: Config) -> Services:
             lambda: settings.current.limits.guestSchedules,
         )
     )
+    if counting:
+        _count(svc)
     return svc
 
 
-def _bus_and_limiter(config: Config) -> tuple[EventBus, RateLimiter]:
+def _count(svc: Services) -> None:
+    """The hot paths' hooks, and the gauges that read state kept anyway, when scraped."""
+    metrics = svc.metrics
+    svc.db.on_batch = metrics.observe_write_batch
+    sockets = metrics.websockets
+    sockets.labels("authenticated").set_function(lambda: svc.hub.connection_count)
+    sockets.labels("authenticating").set_function(lambda: svc.hub.authenticating_count)
+    metrics.replies_in_flight.set_function(lambda: svc.dispatcher.runner.in_flight)
+    metrics.ingest_queue.labels("documents").set_function(lambda: svc.knowledge.ingest_queue[0])
+    metrics.ingest_queue.labels("chunks").set_function(lambda: svc.knowledge.ingest_queue[1])
+
+
+def _bus_and_limiter(
+    config: Config, lag: Callable[[float], None] | None
+) -> tuple[EventBus, RateLimiter]:
     """On Redis when `REDIS_URL` is set, so that several nodes share events and budgets; the
     Redis client (the `redis` extra) is imported only then."""
     if config.redis_url:
         from palaver.auth.limiter_redis import RedisRateLimiter
         from palaver.bus.redis import RedisBus
 
-        return RedisBus(config.redis_url), RedisRateLimiter(config.redis_url)
+        return RedisBus(config.redis_url, lag=lag), RedisRateLimiter(config.redis_url)
     return InProcessBus(), MemoryRateLimiter()
 
 
@@ -148,6 +170,7 @@ def create_app(config: Config) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        exporter = await _serve_metrics(config, svc)
         await anyio.Path(config.data_dir).mkdir(parents=True, exist_ok=True)
         await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
         await svc.settings.reload()
@@ -187,6 +210,8 @@ def create_app(config: Config) -> FastAPI:
             await svc.bus.aclose()
             await svc.limiter.aclose()
             await svc.db.dispose()
+            if exporter is not None:
+                await exporter.aclose()
             await anyio.to_thread.run_sync(tracing.shutdown)
 
     app = FastAPI(
@@ -202,6 +227,8 @@ def create_app(config: Config) -> FastAPI:
     app.add_middleware(BodyLimit)
     app.add_middleware(web_client.SecurityHeaders)
     app.add_middleware(HostGuard, allowed=svc.hosts)
+    if config.metrics_bind is not None:
+        app.add_middleware(RequestMetrics, histogram=svc.metrics.http_requests)
     for router in (
         auth_api.router,
         messages.router,
@@ -227,6 +254,15 @@ def create_app(config: Config) -> FastAPI:
     app.include_router(web_client.build_router())
     tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
+
+
+async def _serve_metrics(config: Config, svc: Services) -> MetricsServer | None:
+    """First of all, so that an address that cannot be listened on stops the start at once."""
+    if config.metrics_bind is None:
+        return None
+    exporter = MetricsServer(svc.metrics.registry, *config.metrics_bind)
+    await exporter.start()
+    return exporter
 
 
 def _on_control(svc: Services, topic: str, event: Event) -> None:

@@ -43,7 +43,8 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        print(f"palaver: invalid configuration: {where}: {first['msg']}", file=sys.stderr)
+        where += ": " if where else ""  # a check of several settings together names none
+        print(f"palaver: invalid configuration: {where}{first['msg']}", file=sys.stderr)
         return 2
     from palaver.extras import missing_for_database, missing_for_redis
 
@@ -65,6 +66,13 @@ def _serve(args: argparse.Namespace) -> int:
     except TracingError as exc:
         print(f"palaver: {exc}", file=sys.stderr)
         return 2
+    if config.metrics_bind is not None:
+        from palaver.metrics_server import unavailable
+
+        problem = unavailable(*config.metrics_bind)
+        if problem is not None:
+            print(f"palaver: {problem}", file=sys.stderr)
+            return 2
     # Imported only now: the app pulls in heavy SDKs, and a bad configuration answers at once.
     from palaver.app import create_app
 
@@ -205,6 +213,8 @@ environment (OWNER_KEY is required; --data-dir, --host and --port win over their
   PALAVER_ALLOWED_HOSTS    host names requests may use besides localhost and --host,
                            comma-separated (* for any); set it when serving on 0.0.0.0
   PALAVER_ALLOWED_ORIGINS  other web origins allowed to open the WebSocket, comma-separated
+  PALAVER_METRICS_ADDRESS  host:port where GET /metrics (Prometheus) is served, apart from
+                           the public address (default: not served)
 
 The README's "Environment" section lists the rest (time-outs, queue sizes, clustering).
 What the owner changes at run time (model providers and their keys, limits, web search) is

@@ -46,6 +46,9 @@ class Config(BaseSettings):
     interrupted and its running chains paused by another node (docs/SCALING.md)."""
     node_sweep_seconds: float = Field(default=5.0, gt=0)
     """How often a node looks for dead nodes' work."""
+    metrics_address: str | None = None
+    """`host:port` where `GET /metrics` is served (Prometheus text), apart from the public
+    address so that it is never public by accident; unset, no metrics are served."""
     log_level: str = "info"
     debug_hooks: bool = False
     """For the test suite: `/api/debug/*` counts database work and forgets the caches."""
@@ -79,6 +82,24 @@ class Config(BaseSettings):
             app_url(value)
         return value or None
 
+    @field_validator("metrics_address")
+    @classmethod
+    def _metrics_address(cls, value: str | None) -> str | None:
+        """Refused at start, with what is wrong, rather than when the listener binds."""
+        if value is None or not value.strip():
+            return None
+        split_address(value.strip())
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _metrics_apart(self) -> Config:
+        """On the public address itself, one of the two listeners could not start."""
+        if self.metrics_bind is not None and self.port != 0:
+            host, port = self.metrics_bind
+            if port == self.port and host == self.host:
+                raise ValueError("PALAVER_METRICS_ADDRESS must differ from the public address")
+        return self
+
     @field_validator("allowed_origins", "allowed_hosts", mode="before")
     @classmethod
     def _list(cls, value: Any) -> Any:
@@ -97,5 +118,25 @@ class Config(BaseSettings):
         return f"sqlite+aiosqlite:///{self.data_dir / 'palaver.db'}"
 
     @property
+    def metrics_bind(self) -> tuple[str, int] | None:
+        """`PALAVER_METRICS_ADDRESS` as the host and port to bind, or None when unset."""
+        return None if self.metrics_address is None else split_address(self.metrics_address)
+
+    @property
     def uploads_dir(self) -> Path:
         return self.data_dir / "uploads"
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """`host:port` (`[::1]:9100` for IPv6) as a host and a port; ValueError saying why not."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not port.isdigit():
+        raise ValueError(f"{address!r} is not host:port, such as 127.0.0.1:9100")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{address!r}: write an IPv6 address in brackets, as [::1]:9100")
+    number = int(port)
+    if not host or number > 65535:
+        raise ValueError(f"{address!r} is not host:port with a port from 0 to 65535")
+    return host, number

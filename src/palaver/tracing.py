@@ -124,57 +124,72 @@ def start(node_id: str, environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
-def instrument(app: FastAPI, db: Database, redis: bool) -> list[str]:
+def instrument(
+    app: FastAPI, db: Database, redis: bool, environ: Mapping[str, str] = os.environ
+) -> list[str]:
     """The libraries' own spans under Palaver's, from the `palaver[otel]` extra when installed:
-    HTTP requests, SQL, Redis, outgoing HTTP. Answers the ones installed."""
+    HTTP requests, SQL, Redis, outgoing HTTP, less those `OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`
+    names (`fastapi,sqlalchemy,redis,httpx`, or `*`). Answers the ones installed."""
     if not _enabled:
         return []
+    disabled = {
+        name.strip() for name in environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "").split(",")
+    }
+    wanted = {
+        "fastapi": lambda: _fastapi(app),
+        "sqlalchemy": lambda: _sqlalchemy(db),
+        "httpx": _httpx,
+        **({"redis": _redis} if redis else {}),
+    }
     done: list[str] = []
-    try:
-        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-
-        # One span per request: the ASGI messages' own spans (`http send`, `http receive`)
-        # would triple the cost of every post and say nothing an operator needs.
-        FastAPIInstrumentor.instrument_app(
-            app,
-            excluded_urls="/assets/.*,/favicon.*",
-            server_request_hook=_without_query,
-            exclude_spans=["receive", "send"],
-        )
-        done.append("fastapi")
-    except ImportError:
-        pass
-    try:
-        from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
-
-        # Its declared range ends before SQLAlchemy 2.1, which it instruments all the same
-        # (tests/test_tracing_cluster.py sees its spans).
-        SQLAlchemyInstrumentor().instrument(
-            engines=db.engines, enable_commenter=False, skip_dep_check=True
-        )
-        done.append("sqlalchemy")
-    except ImportError:
-        pass
-    try:
-        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-
-        HTTPXClientInstrumentor().instrument(
-            request_hook=_without_query, async_request_hook=_without_query_async
-        )
-        done.append("httpx")
-    except ImportError:
-        pass
-    if redis:
+    for name, install in wanted.items():
+        if name in disabled or "*" in disabled:
+            continue
         try:
-            from opentelemetry.instrumentation.redis import RedisInstrumentor
-
-            RedisInstrumentor().instrument()
-            done.append("redis")
+            install()
         except ImportError:
-            pass
-    if not done:
+            continue
+        done.append(name)
+    if not done and not disabled:
         log.info("the libraries' own spans need the extra: pip install 'palaver[otel]'")
     return done
+
+
+def _fastapi(app: FastAPI) -> None:
+    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+    # One span per request: the ASGI messages' own spans (`http send`, `http receive`) would
+    # triple the cost of every post and say nothing an operator needs.
+    FastAPIInstrumentor.instrument_app(
+        app,
+        excluded_urls="/assets/.*,/favicon.*",
+        server_request_hook=_without_query,
+        exclude_spans=["receive", "send"],
+    )
+
+
+def _sqlalchemy(db: Database) -> None:
+    from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+
+    # Its declared range ends before SQLAlchemy 2.1, which it instruments all the same
+    # (tests/test_tracing_cluster.py sees its spans).
+    SQLAlchemyInstrumentor().instrument(
+        engines=db.engines, enable_commenter=False, skip_dep_check=True
+    )
+
+
+def _httpx() -> None:
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+    HTTPXClientInstrumentor().instrument(
+        request_hook=_without_query, async_request_hook=_without_query_async
+    )
+
+
+def _redis() -> None:
+    from opentelemetry.instrumentation.redis import RedisInstrumentor
+
+    RedisInstrumentor().instrument()
 
 
 def shutdown() -> None:

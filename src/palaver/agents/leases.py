@@ -114,7 +114,12 @@ class NodeLease:
 
     async def _beat(self) -> None:
         me = self.svc.node_id
-        known = await self.svc.db.write_unit(lambda conn: nodes_store.beat(conn, me, utcnow()))
+        try:
+            known = await self.svc.db.write_unit(lambda c: nodes_store.beat(c, me, utcnow()))
+        except Exception:
+            self.svc.metrics.heartbeat("failed")
+            raise
+        self.svc.metrics.heartbeat("ok" if known else "rejoined")
         if not known:
             log.warning(
                 "this node was judged dead (no heartbeat for %s s): its replies in flight were "

@@ -41,6 +41,7 @@ from palaver.llm.base import (
 )
 from palaver.llm.registry import ProviderRegistry
 from palaver.mention_events import tell_mentioned, with_mentions
+from palaver.metrics import ModelCall, provider_name
 from palaver.services import Services
 from palaver.settings import Price
 from palaver.store import channels as channels_store
@@ -138,6 +139,11 @@ class ReplyRunner:
 
     def is_running(self, message_id: str) -> bool:
         return message_id in self._active
+
+    @property
+    def in_flight(self) -> int:
+        """Replies being written on this node (a metric)."""
+        return len(self._active)
 
     def cancel(self, message_id: str, reason: str = "cancelled") -> bool:
         active = self._active.get(message_id)
@@ -306,13 +312,17 @@ class ReplyRunner:
         max_chars = limits.replyTokens * CHARS_PER_TOKEN
         truncated = False
         person = req.on_behalf_of or req.trigger.user_id
+        kind = provider_name(self.svc.settings.current, provider.id)
         for round_no in range(limits.toolRounds + 1):
             await budgets.check(self.svc, req.agent, person, tally.calls, utcnow())
             offered = specs if round_no < limits.toolRounds else []
-            text, calls, truncated = await self._one_call(
-                provider, model, conversation, offered, options, stream, tally, max_chars
-            )
-            tally.end_call(req.agent.model, conversation, text)
+            measured = ModelCall(kind, model, req.agent.id, req.agent.name)
+            with self.svc.metrics.model_call(measured):
+                text, calls, truncated = await self._one_call(
+                    provider, measured, conversation, offered, options, stream, tally, max_chars
+                )
+                tally.end_call(req.agent.model, conversation, text)
+                measured.tokens = tally.calls[-1].input_tokens, tally.calls[-1].output_tokens
             calls = [replace(c, name=real_names.get(c.name, c.name)) for c in calls]
             if truncated or not calls or not offered:
                 break
@@ -328,7 +338,7 @@ class ReplyRunner:
     async def _one_call(
         self,
         provider: ModelProvider,
-        model: str,
+        measured: ModelCall,
         conversation: list[ChatMessage],
         specs: Sequence[Any],
         options: GenerationOptions,
@@ -339,9 +349,10 @@ class ReplyRunner:
         """One model call; stops reading, and says so, once the reply's text or its calls'
         arguments reach `max_chars`: a provider that ignores `max_tokens` must not fill the
         database or the memory."""
+        model = measured.model
         attributes = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": _provider_name(provider),
+            "gen_ai.provider.name": measured.provider,
             "gen_ai.request.model": model,
             "gen_ai.request.max_tokens": options.max_tokens,
             "gen_ai.request.stream": True,
@@ -430,6 +441,8 @@ class ReplyRunner:
         outcomes = await asyncio.gather(*(self._call_tool(ctx, allowed, c, timeout) for c in calls))
         records: list[Message] = []
         for call, args, outcome in zip(calls, parsed, outcomes, strict=True):
+            # An unknown name the model made up counts as `other`: the label stays bounded.
+            self.svc.metrics.tool_called(call.name if call.name in allowed else "other", outcome.ok)
             status = "completed" if outcome.ok else "error"
             await self.svc.bus.publish(topic, _tool_call_event(reply, call.name, args, status))
             result = {"messageId": reply.id, "toolName": call.name, "result": outcome.result}
@@ -540,12 +553,6 @@ async def _record_usage(
     )
     calls = list(tally.calls)
     await conn.run_sync(lambda c: usage_store.record(c, utcnow(), who, calls, prices))
-
-
-def _provider_name(provider: ModelProvider) -> str:
-    """The conventions' `gen_ai.provider.name`: the vendor an adapter speaks to."""
-    kind = type(provider).__name__.removesuffix("Provider").lower()
-    return {"builtin": "palaver.builtin"}.get(kind, kind)
 
 
 def _describe_usage(span: Span, usage: Usage) -> None:

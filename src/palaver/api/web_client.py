@@ -1,6 +1,6 @@
 """The browser client and the API docs, served by the service itself and usable offline.
 
-Every GET outside /api, /ws and /uploads answers index.html, so a deep link such as
+Every GET outside /api, /ws, /uploads and /metrics answers index.html, so a deep link such as
 `/c/<channel>` loads the page and the client's router takes over. The build's file names carry
 a content hash, so they are cached for a year; index.html is `no-cache`, so a new version is
 picked up at the next load. The files are read (and gzipped) once at start-up: the client is a
@@ -26,7 +26,7 @@ DIST = Path(__file__).resolve().parent.parent / "web" / "dist"
 SWAGGER_UI = Path(__file__).resolve().parent / "swagger_ui"
 """swagger-ui-dist 5.35.0 from npm (Apache-2.0: its LICENSE and NOTICE are beside the files).
 To update: `npm pack swagger-ui-dist@VERSION` and copy the same five files from `package/`."""
-RESERVED = ("/api/", "/uploads/")
+RESERVED = ("/api/", "/uploads/", "/metrics/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 _COMPRESSIBLE = (".js", ".css", ".html", ".svg", ".json", ".map", ".txt")
@@ -147,7 +147,7 @@ def build_router(dist: Path = DIST) -> APIRouter:
     @router.api_route("/{path:path}", methods=["GET", "HEAD"])
     async def page(path: str, request: Request) -> Response:
         url_path = "/" + path
-        if url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads"):
+        if url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads", "/metrics"):
             if allowed_methods(request.app, request):
                 raise StarletteHTTPException(405)
             raise NotFound("There is nothing at this address.")

@@ -11,7 +11,11 @@ The publishing node hears its own events back through Redis like every other nod
 one order for everyone. `publish` returns once that has happened, as the in-process bus returns
 once its listeners have run: a change that empties a cache (a guest deleted, a session revoked)
 is in force on the node that made it before that node answers. Each message is
-`[node, seq, event]`, so that a node knows its own.
+`[node, [seq, sent], event]`: by `node` and `seq` a node knows its own, and `sent` (the
+publisher's `time.time()` when it published) gives every node the bus lag (`lag`, a metric;
+across nodes it includes their clocks' difference). The pair stands where a bare `seq` stood
+before, which is all a node of an earlier version reads there, and only on its own events: the
+nodes of a rolling upgrade still hear each other.
 
 Publishing enqueues in a bounded queue (a slow Redis slows the publishers instead of filling
 memory); one writer sends what is queued in pipelined batches, in queue order. Delivery is at
@@ -27,7 +31,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 from redis.asyncio.client import PubSub
@@ -70,8 +74,11 @@ class RedisBus:
         namespace: str = "palaver",
         queue_size: int = QUEUE_SIZE,
         idle_ping: float = IDLE_PING,
+        lag: Callable[[float], None] | None = None,
     ) -> None:
+        """`lag(seconds)` is told, for each event heard, how long ago it was published."""
         self._redis = connect(url)
+        self._lag = lag
         self._idle_ping = idle_ping
         where = self._redis.connection_pool.connection_kwargs
         self._where = where.get("path") or f"{where.get('host')}:{where.get('port')}"
@@ -97,7 +104,7 @@ class RedisBus:
             return done()
         self._seq += 1
         seq = self._seq
-        item = (self._prefix + topic, orjson.dumps([self._node, seq, event]), seq)
+        item = (self._prefix + topic, orjson.dumps([self._node, [seq, time.time()], event]), seq)
         if not self._tasks:
             # Not started: nothing drains the queue yet nor hears the echo, so never wait.
             try:
@@ -218,10 +225,13 @@ class RedisBus:
     def _receive(self, channel: bytes, data: bytes) -> None:
         topic = channel.decode()[len(self._prefix) :]
         try:
-            node, seq, event = orjson.loads(data)
+            node, stamp, event = orjson.loads(data)
+            seq, sent = stamp if isinstance(stamp, list) else (stamp, None)
         except (orjson.JSONDecodeError, TypeError, ValueError):
             log.warning("ignored a message on %s that is not a Palaver event", topic)
             return
+        if self._lag is not None and isinstance(sent, float | int):
+            self._lag(max(0.0, time.time() - sent))
         if isinstance(event, dict):
             deliver(self._listeners, topic, event)
         if node == self._node:

@@ -40,12 +40,19 @@ class BatchQueue(Generic[Job, Result]):
         self._max_size = max_size
         self._waiting: list[_Waiting[Job, Result]] = []
         self._drain: asyncio.Task[None] | None = None
+        self.jobs = 0
+        """Jobs submitted and not yet answered (waiting, or in the batch being run)."""
+        self.size = 0
+        """Their sizes, summed."""
 
     async def submit(self, job: Job, size: int) -> Result:
         """Queue `job` (`size` chunks) and wait for its result. A caller that gives up waiting
         leaves the job to finish, as a single upload would have."""
         done: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         done.add_done_callback(_retrieve)
+        done.add_done_callback(lambda _: self._answered(size))
+        self.jobs += 1
+        self.size += size
         self._waiting.append(_Waiting(job, size, done))
         if self._drain is None or self._drain.done():
             self._drain = asyncio.create_task(self._drain_all())
@@ -70,6 +77,10 @@ class BatchQueue(Generic[Job, Result]):
                     waiting.done.set_exception(result)
                 else:
                     waiting.done.set_result(result)
+
+    def _answered(self, size: int) -> None:
+        self.jobs -= 1
+        self.size -= size
 
     def _take(self) -> list[_Waiting[Job, Result]]:
         taken, total = 0, 0

@@ -146,6 +146,11 @@ class KnowledgeBase:
         """Finish the uploads being stored (for shutdown)."""
         await self._queue.aclose()
 
+    @property
+    def ingest_queue(self) -> tuple[int, int]:
+        """Uploads being embedded and stored or waiting to be, as documents and chunks."""
+        return self._queue.jobs, self._queue.size
+
     async def ingest(
         self,
         agent_id: str,

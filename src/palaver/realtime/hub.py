@@ -76,7 +76,9 @@ class _Stream:
 
 
 class Hub:
-    def __init__(self) -> None:
+    def __init__(self, count_fanned_out: Callable[[float], None] | None = None) -> None:
+        """`count_fanned_out(n)` is told how many sockets each event was queued for (metrics)."""
+        self._count_fanned_out = count_fanned_out
         self._connections: set[Connection] = set()
         self._by_channel: dict[str, set[Connection]] = defaultdict(set)
         self._streams: dict[str, dict[str, _Stream]] = defaultdict(dict)
@@ -101,6 +103,11 @@ class Hub:
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    @property
+    def authenticating_count(self) -> int:
+        """Sockets accepted that have not authenticated yet."""
+        return sum(self._unauthenticated.values())
 
     def add(self, conn: Connection) -> None:
         self._connections.add(conn)
@@ -147,13 +154,20 @@ class Hub:
         elif kind == "channel":
             self._track(target, event)
             text = _dumps(event)
-            for conn in list(self._by_channel.get(target, ())):
+            subscribers = list(self._by_channel.get(target, ()))
+            for conn in subscribers:
                 conn.offer(text)
+            if self._count_fanned_out is not None and subscribers:
+                self._count_fanned_out(len(subscribers))
         elif kind == "user":
             text = _dumps(event)
+            told = 0
             for conn in list(self._connections):
                 if conn.user_id == target:
                     conn.offer(text)
+                    told += 1
+            if self._count_fanned_out is not None and told:
+                self._count_fanned_out(told)
 
     def _track(self, channel_id: str, event: Event) -> None:
         kind = event.get("type")

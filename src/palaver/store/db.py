@@ -113,10 +113,13 @@ class Database:
         that reads on another connection always finds one in the pool."""
         self._retry_lock = asyncio.Lock()
         """One retrying unit per process waits on the cluster's retriers' lock at a time."""
-        self._pending: list[tuple[Unit[Any], asyncio.Future[Any]]] = []
+        self._pending: list[tuple[Unit[Any], asyncio.Future[Any], float]] = []
+        """Write units waiting for their batch, each with the loop's time when it came."""
         self._committer: asyncio.Task[None] | None = None
         self.on_hop: Callable[[], None] | None = None
         """Called for each hop to a unit's thread; the cost tests count them."""
+        self.on_batch: Callable[[int, list[float]], None] | None = None
+        """Told each SQLite write batch's size and how long each of its units waited (metrics)."""
         self._erasing: asyncio.Task[bool] | None = None
         self._erase_again = False
 
@@ -237,8 +240,9 @@ class Database:
         `_serializable`): either way a unit sees no other write between its reads and its own."""
         if self._units is None:
             return await self._serializable(unit)
-        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._pending.append((unit, done))
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._pending.append((unit, done, loop.time()))
         if self._committer is None:
             self._committer = asyncio.create_task(self._commit_pending())
         return await done
@@ -287,20 +291,23 @@ class Database:
                     del self._pending[:GROUP_COMMIT_MAX]
                     if self.on_hop is not None:
                         self.on_hop()
+                    if self.on_batch is not None:
+                        now = loop.time()
+                        self.on_batch(len(batch), [now - came for _, _, came in batch])
                     try:
                         outcomes = await loop.run_in_executor(
                             self._units.write_thread,
                             self._units.write,
-                            [unit for unit, _ in batch],
+                            [unit for unit, _, _ in batch],
                         )
                     except BaseException as exc:
-                        for _, done in batch:
+                        for _, done, _ in batch:
                             if not done.done():
                                 done.set_exception(exc)
                         if not isinstance(exc, Exception):
                             raise
                         continue
-                for (_, done), (ok, value) in zip(batch, outcomes, strict=True):
+                for (_, done, _), (ok, value) in zip(batch, outcomes, strict=True):
                     if done.done():
                         continue
                     if ok:
