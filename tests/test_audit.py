@@ -1,19 +1,17 @@
 """The audit log (issue 24, docs/SPEC.md section 14): every owner or guest action that changes
 the install is one row, written with the change, naming who, what, from where and on which
-node; no secret, message or document text ever reaches a row; the owner pages it newest first."""
+node; no secret, message or document text ever reaches a row; the owner pages it newest first.
+
+Chains, which must stay running while they are steered, are audited in
+tests/agents/test_chains.py, beside the fake model server that holds them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.agents import conftest as agents_fixtures
-from tests.agents.conftest import Room
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.script import stall, text
 from tests.support import (
     Api,
     Guest,
@@ -25,12 +23,6 @@ from tests.support import (
     token_hash,
     unique,
 )
-
-fake_openai = agents_fixtures.fake_openai
-fake_anthropic = agents_fixtures.fake_anthropic
-providers = agents_fixtures.providers
-make_room = agents_fixtures.make_room
-"""The agents' fake model servers, for the chain that must stay running while it is steered."""
 
 CHANGED = "(changed)"
 FIELDS = {"id", "at", "actorId", "action", "target", "changes", "node", "address"}
@@ -318,37 +310,16 @@ def test_schedules_are_audited_and_their_prompt_only_by_its_length(
     assert "anniversary" not in json.dumps(entries(owner, action="schedule.", limit=200))
 
 
-@pytest.fixture
-def steered(fake_openai: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    fake_openai.reset()
-    yield fake_openai
-    fake_openai.release()
-
-
-def test_a_chain_started_paused_resumed_and_cancelled_is_audited(
-    make_room: Any, steered: FakeOpenAI, by_owner: Any
-) -> None:
-    room: Room = make_room({"name": unique("Sa")}, {"name": unique("Sb")}, {"name": unique("Sc")})
-    steered.enqueue(stall(text("one", " two"), after=1), stall(text("three", " four"), after=1))
-    agent_ids = [a["id"] for a in room.agents]
-    body = {"channelId": room.id, "agentIds": agent_ids, "content": "Plan the secret party."}
-    chain_id = room.api.ok("POST", "/api/chains", json=body)["chain"]["id"]
-    created = by_owner(entry(room.api, "chain.create", chain_id))
-    assert created == {"channelId": room.id, "agentIds": agent_ids}
-    room.ws.expect("stream_chunk", 20)
-    room.api.ok("POST", f"/api/chains/{chain_id}/pause")
-    steered.release()
-    room.ws.expect("collab_status", 20, status="paused")
-    room.api.ok("POST", f"/api/chains/{chain_id}/resume")
-    room.ws.expect("stream_chunk", 20)
-    room.api.ok("POST", f"/api/chains/{chain_id}/cancel")
-    steered.release()
-    room.ws.expect("collab_status", 20, status="error")
-    for verb in ("pause", "resume", "cancel"):
-        assert by_owner(entry(room.api, f"chain.{verb}", chain_id)) == {"channelId": room.id}
-    assert room.api.post(f"/api/chains/{chain_id}/cancel").status_code == 409
-    assert len([e for e in entries(room.api, action="chain.") if e["target"] == chain_id]) == 4
-    assert "secret party" not in json.dumps(entries(room.api, action="chain.", limit=200))
+def test_a_chain_a_guest_starts_is_the_guests(server: Server, owner: Api) -> None:
+    with Guest(server, owner) as guest:
+        agents = [new_agent(owner)["id"], new_agent(owner)["id"]]
+        channel = new_channel(owner, agents, [guest.id])
+        body = {"channelId": channel["id"], "agentIds": agents, "content": "Plan the party."}
+        chain = guest.api.ok("POST", "/api/chains", json=body)["chain"]
+        row = entry(owner, "chain.create", chain["id"])
+        assert (row["actorId"], row["address"]) == (guest.id, "127.0.0.1")
+        assert row["changes"] == {"channelId": channel["id"], "agentIds": agents}
+    assert "party" not in json.dumps(entries(owner, action="chain.", limit=200))
 
 
 def test_the_owner_deleting_someone_elses_message_is_audited_without_its_text(
