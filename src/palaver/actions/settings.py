@@ -58,8 +58,8 @@ class SettingsHolder:
 def audited(before: Settings, after: Settings) -> list[tuple[str, str, dict[str, Any]]]:
     """The audit rows of a change of settings: one per provider and MCP server added, changed
     or removed (`provider.create`, `mcpServer.delete`...), named by its id, and one
-    `settings.update` for the rest; each with what changed, secrets hidden. None when nothing
-    changed."""
+    `settings.update` for the rest; each with what changed, secrets hidden. No row when
+    nothing changed."""
     changes = shown_changes(before, after, CHANGED)
     rows: list[tuple[str, str, dict[str, Any]]] = []
     for field, resource in _ENTRIES.items():
