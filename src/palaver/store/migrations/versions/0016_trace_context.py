@@ -2,15 +2,15 @@
 `traceparent` of the span that began the work, so that a node taking it over (storing a reply
 as interrupted, resuming a chain) continues the same trace. Null when traces are off.
 
-Revision ID: 0015_trace_context
-Revises: 0014_usage_ledger
+Revision ID: 0016_trace_context
+Revises: 0015_audit_log
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_trace_context"
-down_revision = "0014_usage_ledger"
+revision = "0016_trace_context"
+down_revision = "0015_audit_log"
 branch_labels = None
 depends_on = None
 
