@@ -222,6 +222,7 @@ def create_app(config: Config) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        **tracing.fastapi_options(),
     )
     app.state.services = svc
     install_error_handlers(app)

@@ -14,22 +14,23 @@ Message text, prompts and tool arguments go into spans only with
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from fastapi import FastAPI
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     from palaver.store.db import Database
 
@@ -112,6 +113,7 @@ def start(node_id: str, environ: Mapping[str, str] = os.environ) -> bool:
     )
     ours = {SERVICE_INSTANCE_ID: node_id, **({} if named else {SERVICE_NAME: "palaver"})}
     provider = TracerProvider(resource=Resource.create(ours))
+    provider.add_span_processor(_without_queries())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _provider = provider
@@ -122,6 +124,30 @@ def start(node_id: str, environ: Mapping[str, str] = os.environ) -> bool:
     )
     log.info("traces go to the OTLP endpoint the OTEL_* variables name")
     return True
+
+
+def fastapi_options() -> dict[str, Any]:
+    """`FastAPI(**fastapi_options())`: FastAPI's own telemetry (0.16x) makes the request
+    spans when traces are on; its per-operation spans (dependencies, endpoint, serialization),
+    metrics and logs stay off: they would double a post's cost, Palaver's metrics are
+    Prometheus's and its logs its own. Older FastAPI has no such switch (`{}`)."""
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        return {}
+    return {
+        "telemetry": {
+            "tracing": _enabled,
+            "metrics": False,
+            "logs": False,
+            "operation_spans": False,
+            "auto_configure": False,
+            "exclude": _static,
+        }
+    }
+
+
+def _static(scope: MutableMapping[str, Any]) -> bool:
+    path = str(scope.get("path", ""))
+    return path.startswith("/assets/") or path.startswith("/favicon")
 
 
 def instrument(
@@ -156,15 +182,15 @@ def instrument(
 
 
 def _fastapi(app: FastAPI) -> None:
+    """Older FastAPI, without telemetry of its own: the instrumentation package's middleware."""
+    if fastapi_options():
+        return
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
     # One span per request: the ASGI messages' own spans (`http send`, `http receive`) would
     # triple the cost of every post and say nothing an operator needs.
     FastAPIInstrumentor.instrument_app(
-        app,
-        excluded_urls="/assets/.*,/favicon.*",
-        server_request_hook=_without_query,
-        exclude_spans=["receive", "send"],
+        app, excluded_urls="/assets/.*,/favicon.*", exclude_spans=["receive", "send"]
     )
 
 
@@ -181,9 +207,7 @@ def _sqlalchemy(db: Database) -> None:
 def _httpx() -> None:
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
-    HTTPXClientInstrumentor().instrument(
-        request_hook=_without_query, async_request_hook=_without_query_async
-    )
+    HTTPXClientInstrumentor().instrument()
 
 
 def _redis() -> None:
@@ -307,22 +331,25 @@ def content(value: Any) -> str | None:
 _URL_ATTRIBUTES = ("http.url", "http.target", "url.full")
 
 
-def _without_query(span: Span, *_: object) -> None:
-    """Query strings carry what people wrote (a search's `q`, a web search's terms): the
-    libraries' HTTP spans keep the path only."""
-    attributes = getattr(span, "attributes", None)
-    if not span.is_recording() or not attributes:
-        return
-    for key in _URL_ATTRIBUTES:
-        value = attributes.get(key)
-        if isinstance(value, str) and "?" in value:
-            span.set_attribute(key, value.split("?", 1)[0])
-    if attributes.get("url.query"):
-        span.set_attribute("url.query", "")
+def _without_queries() -> SpanProcessor:
+    """A processor that keeps a URL's path only on every span, whichever instrumentation made
+    it: query strings carry what people wrote (a search's `q`, a web search's terms). Built
+    here so that the SDK is imported only when traces are on."""
+    from opentelemetry.sdk.trace import SpanProcessor
 
+    class WithoutQueries(SpanProcessor):
+        def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+            attributes = span.attributes
+            if not attributes:
+                return
+            for key in _URL_ATTRIBUTES:
+                value = attributes.get(key)
+                if isinstance(value, str) and "?" in value:
+                    span.set_attribute(key, value.split("?", 1)[0])
+            if attributes.get("url.query"):
+                span.set_attribute("url.query", "")
 
-async def _without_query_async(span: Span, *_: object) -> None:
-    _without_query(span)
+    return WithoutQueries()
 
 
 def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
