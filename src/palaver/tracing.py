@@ -135,7 +135,7 @@ def fastapi_options() -> dict[str, Any]:
         return {}
     return {
         "telemetry": {
-            "tracing": _enabled,
+            "tracing": _enabled and not {"fastapi", "*"} & _disabled(os.environ),
             "metrics": False,
             "logs": False,
             "operation_spans": False,
@@ -158,9 +158,7 @@ def instrument(
     names (`fastapi,sqlalchemy,redis,httpx`, or `*`). Answers the ones installed."""
     if not _enabled:
         return []
-    disabled = {
-        name.strip() for name in environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "").split(",")
-    }
+    disabled = _disabled(environ)
     wanted = {
         "fastapi": lambda: _fastapi(app),
         "sqlalchemy": lambda: _sqlalchemy(db),
@@ -179,6 +177,11 @@ def instrument(
     if not done and not disabled:
         log.info("the libraries' own spans need the extra: pip install 'palaver[otel]'")
     return done
+
+
+def _disabled(environ: Mapping[str, str]) -> set[str]:
+    names = environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "").split(",")
+    return {name.strip() for name in names if name.strip()}
 
 
 def _fastapi(app: FastAPI) -> None:
