@@ -228,7 +228,7 @@ def _dump(
         progress.update(done, f"reading {table.name}")
         query = select(table).order_by(*dumped.ordered_by)
         with zf.open(name, "w", force_zip64=True) as member:
-            result = conn.execution_options(yield_per=BATCH).execute(query)
+            result = conn.execute(query, execution_options={"yield_per": BATCH})
             for batch in result.partitions():
                 lines = []
                 for row in batch:

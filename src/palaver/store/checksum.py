@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, LargeBinary, TypeDecorator
+from sqlalchemy import JSON, Boolean, Column, Date, DateTime, LargeBinary, TypeDecorator
 
 Normalize = Callable[[Any], Any]
 _MODULUS = 2**128
@@ -28,6 +28,12 @@ def _moment(value: Any) -> Any:
     if isinstance(value, datetime):
         moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return moment.isoformat(timespec="microseconds")
+    return value
+
+
+def _day(value: Any) -> Any:
+    if isinstance(value, date):
+        return value.isoformat()
     return value
 
 
@@ -49,7 +55,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-Kind = Literal["time", "json", "bool", "bytes", "plain"]
+Kind = Literal["time", "date", "json", "bool", "bytes", "plain"]
 """What a column holds, as far as its canonical form goes (recorded in a backup's manifest)."""
 
 
@@ -60,6 +66,8 @@ def kind_of(column: Column[Any]) -> Kind:
         kind = kind.impl_instance
     if isinstance(kind, DateTime):
         return "time"
+    if isinstance(kind, Date):
+        return "date"
     if isinstance(kind, JSON):
         return "json"
     if isinstance(kind, Boolean):
@@ -71,6 +79,7 @@ def kind_of(column: Column[Any]) -> Kind:
 
 _NORMALIZERS: dict[Kind, Normalize] = {
     "time": _moment,
+    "date": _day,
     "json": lambda value: value if value is None else _json(value),
     "bool": _flag,
     "bytes": _bytes,

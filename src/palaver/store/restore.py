@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -123,14 +123,6 @@ def restore(archive: Path, target_url: str, uploads_dir: Path, progress: Progres
 
 
 def _refuse_unless_empty(target_url: str, uploads_dir: Path) -> None:
-    files = next((p for p in uploads_dir.rglob("*") if not p.is_dir()), None)
-    if uploads_dir.exists() and not uploads_dir.is_dir():
-        files = uploads_dir
-    if files is not None:
-        raise Refused(
-            f"{uploads_dir} is not empty ({files.relative_to(uploads_dir.parent)} is there); "
-            "restore writes into an empty data dir only, so that nothing is merged or overwritten"
-        )
     if backend(target_url) == "sqlite":
         path = _sqlite_path(target_url)
         for taken in (path, *_sqlite_companions(path)):
@@ -139,16 +131,23 @@ def _refuse_unless_empty(target_url: str, uploads_dir: Path) -> None:
                     f"{taken} exists; restore writes into an empty data dir only, so that "
                     "nothing is merged or overwritten"
                 )
-        return
-    engine = _engine(target_url)
-    try:
-        busy = first_table_with_rows(engine)
-    finally:
-        engine.dispose()
-    if busy is not None:
+    else:
+        engine = _engine(target_url)
+        try:
+            busy = first_table_with_rows(engine)
+        finally:
+            engine.dispose()
+        if busy is not None:
+            raise Refused(
+                f"the database is not empty (table {busy} has rows); restore writes into an "
+                "empty database only, so that nothing is merged or overwritten"
+            )
+    found = uploads_dir if uploads_dir.exists() and not uploads_dir.is_dir() else None
+    found = found or next((p for p in uploads_dir.rglob("*") if not p.is_dir()), None)
+    if found is not None:
         raise Refused(
-            f"the database is not empty (table {busy} has rows); restore writes into an empty "
-            "database only, so that nothing is merged or overwritten"
+            f"{uploads_dir} is not empty ({found.relative_to(uploads_dir.parent)} is there); "
+            "restore writes into an empty data dir only, so that nothing is merged or overwritten"
         )
 
 
@@ -283,6 +282,7 @@ def _identity(value: Any) -> Any:
 
 _DECODE: dict[str, Callable[[Any], Any]] = {
     "time": lambda value: value if value is None else datetime.fromisoformat(value),
+    "date": lambda value: value if value is None else date.fromisoformat(value),
     "json": lambda value: value if value is None else json.loads(value),
     "bool": _identity,
     "bytes": lambda value: value if value is None else bytes.fromhex(value),
@@ -331,7 +331,7 @@ def _read_back(
     for part in manifest.tables:
         table = tables[part.name]
         found = TableSum(list(table.columns))
-        result = conn.execution_options(yield_per=BATCH).execute(select(table))
+        result = conn.execute(select(table), execution_options={"yield_per": BATCH})
         for rows in result.partitions():
             found.add(rows)
             done += len(rows)
