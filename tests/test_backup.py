@@ -513,15 +513,17 @@ def test_a_restore_that_fails_while_writing_leaves_the_target_as_empty_as_it_was
     archive = tmp_path / "forged.zip"
     forged(backed_up.path, archive, "channels")
     target = tmp_path / "target"
-    target.mkdir()
-    (target / "uploads").mkdir()
     url = pg.new_database("failing") if into == "postgresql" else None
+    if url is not None:
+        (target / "uploads").mkdir(parents=True)
     done = palaver("restore", str(archive), "--data-dir", str(target), database_url=url)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the restore failed and was undone" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
-    assert sorted(p.name for p in target.rglob("*")) == ["uploads"], "as it was found"
-    if url is not None:
+    if url is None:
+        assert not target.exists(), "the data dir it made is gone again"
+    else:
+        assert sorted(p.name for p in target.rglob("*")) == ["uploads"], "as it was found"
         engine = create_engine(sync_url(url))
         try:
             assert first_table_with_rows(engine) is None
@@ -677,3 +679,50 @@ def test_the_manifest_lists_every_part_with_its_size_and_sha256(backed_up: Backu
 
 def migrate_head() -> str:
     return head_revision()
+
+
+@pytest.mark.parametrize("into", ["sqlite", "postgresql"])
+def test_a_backup_from_an_older_version_is_restored_at_its_revision_then_migrated(
+    pg: PgServer, tmp_path: Path, into: str
+) -> None:
+    old = "0014_usage_ledger"
+    source = tmp_path / "old" / "data"
+    source.mkdir(parents=True)
+    migrate.upgrade(sqlite_url(source), old)
+    with closing(sqlite3.connect(source / "palaver.db")) as db, db:
+        db.execute("INSERT INTO meta (key, value) VALUES ('restored', 'from 0014')")
+    archive = tmp_path / "old.zip"
+    done = palaver("backup", "--data-dir", str(source), "--out", str(archive), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert manifest_of(archive).revision == old
+
+    url = pg.new_database("older") if into == "postgresql" else None
+    target = tmp_path / "new"
+    done = palaver("restore", str(archive), "--data-dir", str(target), "--quiet", database_url=url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"restored at revision {old}, checked, then brought to {head_revision()}." in done.stdout
+    engine = create_engine(sync_url(url or sqlite_url(target)))
+    try:
+        with engine.connect() as conn:
+            assert migrate.revision_of(conn) == head_revision()
+            value = conn.exec_driver_sql("SELECT value FROM meta WHERE key = 'restored'")
+            assert value.scalar_one() == "from 0014"
+    finally:
+        engine.dispose()
+
+
+def test_a_backup_from_a_newer_version_is_refused_with_status_2(
+    backed_up: Backup, tmp_path: Path
+) -> None:
+    manifest = dataclasses.replace(backed_up.manifest, revision="0099_from_the_future")
+    newer = tmp_path / "newer.zip"
+    with zipfile.ZipFile(backed_up.path) as old, zipfile.ZipFile(newer, "w") as new:
+        for info in old.infolist():
+            data = manifest.to_json() if info.filename == MANIFEST else old.read(info.filename)
+            new.writestr(info, data)
+    done = palaver("restore", str(newer), "--data-dir", str(tmp_path / "target"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "revision 0099_from_the_future, which this version of Palaver does not know" in (
+        done.stderr
+    )
+    assert not (tmp_path / "target").exists()

@@ -193,6 +193,7 @@ def _write(
             os.replace(staged_db, target)
             undo.append(lambda: target.unlink(missing_ok=True))
     except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         for step in reversed(undo):
             step()
         raise
