@@ -645,13 +645,17 @@ def test_scheduled_backups_into_a_folder_keep_the_newest(tmp_path: Path) -> None
     assert sorted(p.name for p in folder.iterdir()) == ["keep-me.txt", *names[-3:]]
 
 
-def test_backup_into_a_folder_names_the_file_by_its_time(tmp_path: Path) -> None:
+def test_backup_into_a_folder_names_the_file_by_its_time_and_skips_uploads_arriving(
+    tmp_path: Path,
+) -> None:
     data_dir = big_installation(tmp_path, 1 << 20)
+    (data_dir / "uploads" / ".part-0123456789abcdef").write_bytes(b"half an upload")
     done = palaver("backup", "--data-dir", str(data_dir), "--dir", str(tmp_path / "b"),
                    "--keep", "2", "--quiet")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     [made] = (tmp_path / "b").iterdir()
     assert re.fullmatch(r"palaver-\d{8}-\d{6}\.zip", made.name)
+    assert [f.path for f in manifest_of(made).uploads] == ["2026-01/big.bin"]
     done = palaver("backup", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x"))
     assert done.returncode == 2 and "there is no SQLite database at" in done.stderr
 

@@ -283,10 +283,14 @@ def _copy_uploads(
 
 
 def _files_under(folder: Path) -> Iterator[tuple[str, Path, int]]:
-    """(path relative to `folder`, path, size) of each regular file, in a stable order."""
+    """(path relative to `folder`, path, size) of each regular file, in a stable order; not
+    hidden ones: an upload still arriving is `.part-*` (`api/multipart.py`) until it is given
+    its name, and a stored name never starts with a dot."""
     for root, dirs, names in os.walk(folder):
-        dirs.sort()
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
         for name in sorted(names):
+            if name.startswith("."):
+                continue
             path = Path(root, name)
             if path.is_symlink() or not path.is_file():
                 continue
