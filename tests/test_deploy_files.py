@@ -30,8 +30,13 @@ def compose() -> dict[str, Any]:
 
 
 def node_services() -> dict[str, dict[str, Any]]:
+    """The services that run `palaver serve` (the image's command; the backup runs another)."""
     services: dict[str, dict[str, Any]] = compose()["services"]
-    return {name: s for name, s in services.items() if s.get("image") == "palaver:local"}
+    return {
+        name: s
+        for name, s in services.items()
+        if s.get("image") == "palaver:local" and "command" not in s
+    }
 
 
 def variables_a_node_reads() -> set[str]:
@@ -76,6 +81,45 @@ def test_nginx_accepts_an_upload_as_large_as_the_nodes_do() -> None:
     found = re.search(r"client_max_body_size (\d+)m;", (DEPLOY / "nginx.conf").read_text())
     assert found
     assert int(found.group(1)) * 1024 * 1024 > Limits().maxUploadBytes
+
+
+def test_compose_backs_up_the_nodes_database_and_uploads_daily_keeping_the_newest() -> None:
+    services = compose()["services"]
+    backup = services["backup"]
+    node = next(iter(node_services().values()))
+    assert backup["image"] == node["image"]
+    assert backup["environment"]["DATABASE_URL"] == node["environment"]["DATABASE_URL"]
+    assert "uploads:/data:ro" in backup["volumes"] and "backups:/backups" in backup["volumes"]
+    script = backup["command"][-1]
+    assert "palaver backup --quiet --dir /backups --keep 14" in script and "sleep 86400" in script
+    assert "backups" in compose()["volumes"]
+    assert (
+        "mkdir /data /backups && chown palaver:palaver /data /backups"
+        in (DEPLOY / "Dockerfile").read_text()
+    ), "the volume starts out writable by the image's user"
+
+
+def test_systemd_accepts_the_backup_service_and_its_daily_timer(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    service = (DEPLOY / "palaver-backup.service").read_text()
+    timer = (DEPLOY / "palaver-backup.timer").read_text()
+    assert re.search(
+        r"(?m)^ExecStart=\S+/palaver backup --quiet .*--dir (\S+) --keep \d+$", service
+    )
+    assert "ReadWritePaths=/var/backups/palaver" in service
+    assert re.search(r"(?m)^OnCalendar=\S+", timer) and "Persistent=true" in timer
+    (tmp_path / "palaver-backup.service").write_text(
+        re.sub(r"(?m)^ExecStart=.*$", "ExecStart=/bin/true", service)
+    )
+    (tmp_path / "palaver-backup.timer").write_text(timer)
+    checked = subprocess.run(
+        [analyze, "verify", str(tmp_path / "palaver-backup.timer"),
+         str(tmp_path / "palaver-backup.service")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
 
 
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:

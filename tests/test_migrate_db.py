@@ -11,12 +11,12 @@ import subprocess
 import sys
 from contextlib import closing
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Boolean, Column, LargeBinary, String
+from sqlalchemy import Boolean, Column, Date, LargeBinary, String
 
 from palaver.progress import ProgressBar
 from palaver.store import migrate
@@ -259,16 +259,25 @@ def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() ->
         Column("active", Boolean),
         Column("blob", LargeBinary),
         Column("name", String),
+        Column("day", Date),
     ]
     moment = datetime(2026, 11, 23, 18, 0, 0, 123456, tzinfo=UTC)
     as_sqlite = [
-        ("2026-11-23 18:00:00.123456", '{"b": [1, 2], "a": "é"}', 1, b"\x00\x01", "x"),
-        ("2026-11-23 18:00:01.000000", "[]", 0, b"", "y"),
+        (
+            "2026-11-23 18:00:00.123456",
+            '{"b": [1, 2], "a": "é"}',
+            1,
+            b"\x00\x01",
+            "x",
+            "2026-11-23",
+        ),
+        ("2026-11-23 18:00:01.000000", "[]", 0, b"", "y", date(2026, 11, 1)),
     ]
     as_postgresql = [
-        (moment + timedelta(seconds=0.876544), [], False, memoryview(b""), "y"),
+        (moment + timedelta(seconds=0.876544), [], False, memoryview(b""), "y",
+         date(2026, 11, 1)),
         (moment.astimezone(timezone(timedelta(hours=2))), {"a": "é", "b": [1, 2]}, True,
-         memoryview(b"\x00\x01"), "x"),
+         memoryview(b"\x00\x01"), "x", date(2026, 11, 23)),
     ]  # fmt: skip
     sqlite_sum, postgresql_sum = TableSum(columns), TableSum(columns)
     sqlite_sum.add(as_sqlite)
@@ -276,7 +285,7 @@ def test_a_table_checksum_is_the_same_for_sqlite_text_and_postgresql_values() ->
     assert (sqlite_sum.rows, sqlite_sum.hexdigest) == (2, postgresql_sum.hexdigest)
 
     changed = TableSum(columns)
-    changed.add([as_sqlite[0], (*as_sqlite[1][:4], "z")])
+    changed.add([as_sqlite[0], (*as_sqlite[1][:4], "z", as_sqlite[1][5])])
     assert changed.hexdigest != sqlite_sum.hexdigest
     doubled = TableSum(columns)
     doubled.add([as_sqlite[0], as_sqlite[0]])

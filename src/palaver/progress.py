@@ -20,10 +20,12 @@ class ProgressBar:
         self._enabled = enabled and stream.isatty()
         self._drawn_at = 0.0
         self._width = 0
+        self._unit = "rows"
 
-    def begin(self, total: int) -> None:
-        """The work ahead: `total` rows."""
+    def begin(self, total: int, unit: str = "rows") -> None:
+        """The work ahead: `total` rows (or bytes, files: `unit`)."""
         self._total = max(total, 1)
+        self._unit = unit
 
     def update(self, done: int, label: str) -> None:
         """Progress so far: `done` of the total, while working on `label`."""
@@ -35,7 +37,7 @@ class ProgressBar:
         filled = int(share * WIDTH)
         line = (
             f"[{'#' * filled}{'.' * (WIDTH - filled)}] {share:4.0%}  "
-            f"{done:,}/{self._total:,} rows  {label}"
+            f"{done:,}/{self._total:,} {self._unit}  {label}"
         )
         self._stream.write("\r" + line.ljust(self._width))
         self._stream.flush()

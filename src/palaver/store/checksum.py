@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime
+from typing import Any, Literal
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, LargeBinary, TypeDecorator
+from sqlalchemy import JSON, Boolean, Column, Date, DateTime, LargeBinary, TypeDecorator
 
 Normalize = Callable[[Any], Any]
 _MODULUS = 2**128
@@ -28,6 +28,12 @@ def _moment(value: Any) -> Any:
     if isinstance(value, datetime):
         moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return moment.isoformat(timespec="microseconds")
+    return value
+
+
+def _day(value: Any) -> Any:
+    if isinstance(value, date):
+        return value.isoformat()
     return value
 
 
@@ -49,20 +55,47 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def normalizer(column: Column[Any]) -> Normalize:
-    """How a value of `column` is written before hashing, whichever database it came from."""
+Kind = Literal["time", "date", "json", "bool", "bytes", "plain"]
+"""What a column holds, as far as its canonical form goes (recorded in a backup's manifest)."""
+
+
+def kind_of(column: Column[Any]) -> Kind:
+    """Which canonical form `column`'s values take, chosen by its type."""
     kind = column.type
     if isinstance(kind, TypeDecorator):
         kind = kind.impl_instance
     if isinstance(kind, DateTime):
-        return _moment
+        return "time"
+    if isinstance(kind, Date):
+        return "date"
     if isinstance(kind, JSON):
-        return lambda value: value if value is None else _json(value)
+        return "json"
     if isinstance(kind, Boolean):
-        return _flag
+        return "bool"
     if isinstance(kind, LargeBinary):
-        return _bytes
-    return _plain
+        return "bytes"
+    return "plain"
+
+
+_NORMALIZERS: dict[Kind, Normalize] = {
+    "time": _moment,
+    "date": _day,
+    "json": lambda value: value if value is None else _json(value),
+    "bool": _flag,
+    "bytes": _bytes,
+    "plain": _plain,
+}
+
+
+def normalizer(column: Column[Any]) -> Normalize:
+    """How a value of `column` is written before hashing, whichever database it came from."""
+    return _NORMALIZERS[kind_of(column)]
+
+
+def encode(values: Sequence[Any]) -> bytes:
+    """A row's canonical values as the bytes that are hashed: compact JSON, one line (a
+    backup's table part is these lines, so that its checksum needs no parsing)."""
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class TableSum:
@@ -75,11 +108,17 @@ class TableSum:
 
     def add(self, rows: Iterable[Sequence[Any]]) -> None:
         for row in rows:
-            values = [norm(value) for norm, value in zip(self._normalize, row, strict=True)]
-            encoded = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
-            digest = hashlib.blake2b(encoded, digest_size=16).digest()
-            self._total = (self._total + int.from_bytes(digest, "big")) % _MODULUS
-            self.rows += 1
+            self.add_encoded(encode(self.canonical(row)))
+
+    def canonical(self, row: Sequence[Any]) -> list[Any]:
+        """The row's values in their canonical form (what `encode` writes)."""
+        return [norm(value) for norm, value in zip(self._normalize, row, strict=True)]
+
+    def add_encoded(self, encoded: bytes) -> None:
+        """Count one row given as `encode` wrote it."""
+        digest = hashlib.blake2b(encoded, digest_size=16).digest()
+        self._total = (self._total + int.from_bytes(digest, "big")) % _MODULUS
+        self.rows += 1
 
     @property
     def hexdigest(self) -> str:

@@ -155,8 +155,8 @@ def migrate_db(source_url: str, target_url: str, progress: Progress) -> Report:
             rows = _count_rows(reading, plan.tables)
             progress.begin(rows)
             sums = _copy(reading, target, plan.tables, progress)
-        sequences = _advance_sequences(target, plan.tables)
         with target.begin() as conn:
+            sequences = advance_sequences(conn, plan.tables)
             derived = fill_search_columns(conn)
         progress.begin(rows)
         checks = _verify(target, plan.tables, sums, progress)
@@ -258,27 +258,26 @@ def _copy(
     return sums
 
 
-def _advance_sequences(target: Engine, tables: list[Table]) -> list[SequenceReset]:
+def advance_sequences(conn: Connection, tables: list[Table]) -> list[SequenceReset]:
     """Set each serial or identity column's sequence past the largest value copied, so that
     the next row PostgreSQL numbers does not collide with a copied one."""
     advanced: list[SequenceReset] = []
-    with target.begin() as conn:
-        preparer = conn.dialect.identifier_preparer
-        for table in tables:
-            for column in table.columns:
-                owned = conn.execute(
-                    text("SELECT pg_get_serial_sequence(:table, :column)"),
-                    {"table": preparer.quote(table.name), "column": column.name},
-                ).scalar_one()
-                if owned is None:
-                    continue
-                largest = conn.execute(select(func.max(table.c[column.name]))).scalar_one()
-                conn.execute(
-                    text("SELECT setval(:sequence, :value, :called)"),
-                    {"sequence": owned, "value": largest or 1, "called": largest is not None},
-                )
-                next_value = largest + 1 if largest is not None else 1
-                advanced.append(SequenceReset(table.name, column.name, next_value))
+    preparer = conn.dialect.identifier_preparer
+    for table in tables:
+        for column in table.columns:
+            owned = conn.execute(
+                text("SELECT pg_get_serial_sequence(:table, :column)"),
+                {"table": preparer.quote(table.name), "column": column.name},
+            ).scalar_one()
+            if owned is None:
+                continue
+            largest = conn.execute(select(func.max(table.c[column.name]))).scalar_one()
+            conn.execute(
+                text("SELECT setval(:sequence, :value, :called)"),
+                {"sequence": owned, "value": largest or 1, "called": largest is not None},
+            )
+            next_value = largest + 1 if largest is not None else 1
+            advanced.append(SequenceReset(table.name, column.name, next_value))
     return advanced
 
 

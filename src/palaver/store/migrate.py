@@ -37,6 +37,26 @@ def upgrade(url: str, revision: str = "head") -> None:
     _run(url, lambda cfg: command.upgrade(cfg, revision), "applied")
 
 
+def upgrade_on(connection: Connection, revision: str = "head") -> None:
+    """Bring the database of `connection` to `revision` inside the transaction it is in, which
+    the caller commits or rolls back (`palaver restore` on PostgreSQL: schema and rows in one
+    transaction)."""
+    with _alembic_quiet():
+        command.upgrade(_alembic(connection), revision)
+
+
+def revision_of(connection: Connection) -> str | None:
+    """The revision the database of `connection` is at; None when it has no schema."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def is_known(revision: str) -> bool:
+    """Whether this version of Palaver has the migration `revision` (an older or the same
+    version made it), not a later one."""
+    script = ScriptDirectory(str(MIGRATIONS))
+    return any(found.revision == revision for found in script.walk_revisions())
+
+
 def downgrade(url: str, revision: str) -> None:
     _run(url, lambda cfg: command.downgrade(cfg, revision), "reverted")
 

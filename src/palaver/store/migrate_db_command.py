@@ -15,7 +15,13 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from palaver.progress import ProgressBar
-from palaver.store.copy import Report, SchemaNotReached, TargetNotEmpty, migrate_db
+from palaver.store.copy import (
+    Report,
+    SchemaNotReached,
+    TableCheck,
+    TargetNotEmpty,
+    migrate_db,
+)
 from palaver.store.urls import backend, shown, sync_url
 
 FULL_TEXT = ("chunks_fts", "messages_fts")
@@ -73,20 +79,7 @@ def _refused_target(target: str) -> str | None:
 
 def _print_report(report: Report, data_dir: Path) -> None:
     print(f"Schema: both databases at revision {report.revision}.")
-    width = max((len(check.name) for check in report.tables), default=0)
-    for check in report.tables:
-        verdict = (
-            "ok"
-            if check.ok
-            else (
-                f"MISMATCH: PostgreSQL has {check.target_rows:,} rows, "
-                f"checksum {check.target_sum[:16]}"
-            )
-        )
-        print(
-            f"  {check.name:<{width}}  {check.source_rows:>9,} rows  "
-            f"checksum {check.source_sum[:16]}  {verdict}"
-        )
+    print_checks(report.tables, "PostgreSQL")
     full_text = [name for name in report.sqlite_only if name.startswith(FULL_TEXT)]
     if full_text:
         print(
@@ -119,6 +112,25 @@ def _print_report(report: Report, data_dir: Path) -> None:
     else:
         bad = ", ".join(check.name for check in report.tables if not check.ok)
         print(f"FAILED verification: {bad}. Do not switch to this database.")
+
+
+def print_checks(checks: list[TableCheck], target: str) -> None:
+    """One line per table: its rows and checksum at the source, and `ok` when `target` (where
+    it was copied or restored) read back the same, else what `target` has."""
+    width = max((len(check.name) for check in checks), default=0)
+    for check in checks:
+        verdict = (
+            "ok"
+            if check.ok
+            else (
+                f"MISMATCH: {target} has {check.target_rows:,} rows, "
+                f"checksum {check.target_sum[:16]}"
+            )
+        )
+        print(
+            f"  {check.name:<{width}}  {check.source_rows:>9,} rows  "
+            f"checksum {check.source_sum[:16]}  {verdict}"
+        )
 
 
 def _reason(exc: DBAPIError, url: str) -> str:
