@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from palaver.transfer.slack_import import slack_emoji
 from tests.support import (
     Api,
     Guest,
@@ -405,6 +406,22 @@ def test_a_slack_export_imports_with_threads_reactions_and_a_report_of_what_it_l
     assert lost["metadata"]["importedAuthor"] == "U9"
     (elsewhere,) = everything(owner, report["channels"][1]["id"])
     assert elsewhere["content"] == "Over here"
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("+1", "👍"),
+        ("thumbsup", "👍"),
+        ("tada", "🎉"),
+        ("wave::skin-tone-3", "👋🏼"),
+        ("white_check_mark", "✅"),
+        ("partyparrot", None),
+        ("", None),
+    ],
+)
+def test_slack_reaction_names_become_unicode_emoji(name: str, found: str | None) -> None:
+    assert slack_emoji(name) == found
 
 
 def test_a_broken_channel_is_not_imported_at_all_and_the_others_are(owner: Api) -> None:

@@ -154,7 +154,8 @@ async def _palaver(
             f"The JSON is not a Palaver channel export (its 'format' must be '{FORMAT}'). {KNOWN}"
         )
     max_chars = svc.settings.current.limits.maxMessageChars
-    name = document.get("channel", {}).get("name") if isinstance(document, dict) else None
+    channel_field = document.get("channel")
+    name = channel_field.get("name") if isinstance(channel_field, dict) else None
     try:
         channel = await anyio.to_thread.run_sync(palaver_import.read, document, max_chars)
     except ChannelFailure as failure:

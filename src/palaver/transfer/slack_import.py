@@ -120,6 +120,7 @@ class SlackExport:
         channel = ImportedChannel(name=conversation.name, type="group", messages=[])
         notices: Counter[str] = Counter()
         empty = 0
+        seen: set[str] = set()
         for day in days:
             listed = self._json(day[len(self._prefix) :])
             if not isinstance(listed, list):
@@ -131,6 +132,10 @@ class SlackExport:
                 if not message.content.strip() and not message.deleted:
                     empty += 1
                     continue
+                if message.key in seen:
+                    channel.notes.append((f"message {message.key}", "Its ts comes twice."))
+                    continue
+                seen.add(message.key)
                 channel.messages.append(message)
         channel.messages.sort(key=lambda m: float(m.key))
         self._link_threads(channel)
