@@ -14,8 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from palaver.transfer.slack_import import slack_emoji
+from palaver.errors import Invalid, UnsupportedMedia
+from palaver.transfer import palaver_import
+from palaver.transfer.model import ChannelFailure
+from palaver.transfer.prepare import Directory, prepare
+from palaver.transfer.slack_import import SlackExport, slack_emoji
+from palaver.transfer.unpack import Unpacker
 from tests.support import (
     Api,
     Guest,
@@ -551,6 +558,7 @@ def test_an_empty_export_imports_as_an_empty_channel(owner: Api) -> None:
         (b"[1, 2, 3]", 415, "not a Palaver channel export"),
         (b'{"format": "palaver.channel", "version": 2}', 415, "version 2"),
         (b'{"format": "palaver.channel", "version": 1}', 400, "no 'channel'"),
+        (b'{"format": "palaver.channel", "version": 1, "channel": []}', 400, "no 'channel'"),
         (
             b'{"format": "palaver.channel", "version": 1, "channel": {"name": "x", "type": "dm"}}',
             400,
@@ -571,6 +579,169 @@ def test_a_file_of_no_known_format_or_malformed_is_refused_with_why(
     assert response.status_code == status, response.text
     assert words in response.json()["error"]
     assert len(owner.ok("GET", "/api/channels")["channels"]) == before
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+"""Any JSON value, small."""
+IDS = st.sampled_from(["a", "b", "user_x", "agent_y"]) | JSON
+TIMES = st.sampled_from(["2020-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31"]) | JSON
+PALAVER_MESSAGE = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": IDS,
+        "type": st.sampled_from(["text", "tool_call"]) | JSON,
+        "content": st.just("hi") | JSON,
+        "deleted": JSON,
+        "metadata": JSON,
+        "threadId": IDS,
+        "createdAt": TIMES,
+        "editedAt": TIMES,
+        "userId": IDS,
+        "agentId": IDS,
+        "reactions": st.lists(
+            st.fixed_dictionaries(
+                {}, optional={"emoji": st.sampled_from(["👍", "x"]) | JSON, "userIds": JSON}
+            )
+            | JSON,
+            max_size=2,
+        )
+        | JSON,
+    },
+)
+
+
+@settings(max_examples=300)
+@given(
+    channel=st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.just("a") | JSON,
+            "type": st.sampled_from(["dm", "group"]) | JSON,
+            "agentIds": st.lists(IDS, max_size=2) | JSON,
+        },
+    )
+    | JSON,
+    people=st.lists(
+        st.fixed_dictionaries(
+            {}, optional={"id": IDS, "kind": st.sampled_from(["person", "agent"]), "name": JSON}
+        )
+        | JSON,
+        max_size=2,
+    )
+    | JSON,
+    files=st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "url": st.just("/uploads/2024-01/a.txt") | JSON,
+                "path": JSON,
+                "size": st.integers(-1, 10) | JSON,
+            },
+        )
+        | JSON,
+        max_size=2,
+    )
+    | JSON,
+    messages=st.lists(PALAVER_MESSAGE | JSON, max_size=4) | JSON,
+)
+def test_any_palaver_document_is_read_or_refused_with_a_reason_never_a_crash(
+    channel: Any, people: Any, files: Any, messages: Any
+) -> None:
+    document = {
+        "format": "palaver.channel",
+        "version": 1,
+        "channel": channel,
+        "people": people,
+        "files": files,
+        "messages": messages,
+    }
+    try:
+        found = palaver_import.read(document, 1000)
+    except (Invalid, UnsupportedMedia, ChannelFailure) as refused:
+        assert str(refused)
+        return
+    prepare(found, "ch_x", Directory.of([("user_x", "a")], [("agent_y", "b")]), {}, [])
+
+
+SLACK_MESSAGE = st.fixed_dictionaries(
+    {"ts": st.sampled_from(["1704186000.000100", "1704186001.5"]) | JSON},
+    optional={
+        "type": JSON,
+        "subtype": st.sampled_from(["bot_message", "tombstone", "channel_join"]) | JSON,
+        "user": st.sampled_from(["U1", "U2"]) | JSON,
+        "text": st.sampled_from(["<@U1> <#C1|c> <http://x|y> &amp;", "<!here>"]) | JSON,
+        "thread_ts": st.sampled_from(["1704186000.000100"]) | JSON,
+        "reactions": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "name": st.sampled_from(["+1", "wave::skin-tone-9"]) | JSON,
+                    "users": JSON,
+                },
+            )
+            | JSON,
+            max_size=2,
+        )
+        | JSON,
+        "files": st.lists(
+            st.fixed_dictionaries({}, optional={"name": JSON, "url_private": JSON}) | JSON,
+            max_size=2,
+        )
+        | JSON,
+        "edited": st.fixed_dictionaries({}, optional={"ts": JSON}) | JSON,
+        "user_profile": JSON,
+        "bot_id": JSON,
+        "bot_profile": JSON,
+        "username": JSON,
+    },
+)
+
+
+@settings(max_examples=300)
+@given(
+    entries=st.lists(SLACK_MESSAGE | JSON, max_size=4) | JSON,
+    users=st.lists(
+        st.fixed_dictionaries(
+            {"id": st.just("U1") | JSON}, optional={"profile": JSON, "name": JSON, "is_bot": JSON}
+        )
+        | JSON,
+        max_size=2,
+    )
+    | JSON,
+    channels=st.just([{"id": "C1", "name": "c"}])
+    | st.lists(
+        st.fixed_dictionaries({"id": JSON}, optional={"name": JSON, "members": JSON}) | JSON,
+        max_size=2,
+    )
+    | JSON,
+)
+def test_any_slack_channel_is_read_or_refused_with_a_reason_never_a_crash(
+    entries: Any, users: Any, channels: Any
+) -> None:
+    files = {
+        "users.json": users,
+        "dms.json": channels,
+        "channels.json": channels,
+        "c/2024-01-02.json": entries,
+    }
+    archive = zipfile.ZipFile(io.BytesIO(zipped(files)))
+    try:
+        export = SlackExport(Unpacker(archive, 10**6, 10**7), "", 1000)
+        for conversation in export.conversations():
+            try:
+                found = export.read(conversation)
+            except ChannelFailure as refused:
+                assert str(refused)
+                continue
+            prepare(found, "ch_x", Directory.of([("user_x", "a")], []), {}, [])
+    except Invalid as refused:
+        assert str(refused)
 
 
 def test_bad_requests_to_import_and_export_are_400(owner: Api) -> None:

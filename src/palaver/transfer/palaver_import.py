@@ -86,7 +86,7 @@ def _people(raw: Any) -> dict[str, Author]:
         ):
             raise Invalid("Each of the export's 'people' must be {id, kind, name}.")
         kind: AuthorKind = entry["kind"]
-        people[entry["id"]] = Author(entry["name"], kind, entry["id"])
+        people[entry["id"]] = Author(entry.get("name"), kind, entry["id"])
     return people
 
 
@@ -199,11 +199,12 @@ def _time(value: Any, field: str) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
+        if moment is not None:
+            moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
         moment = None
     if moment is None:
         raise ChannelFailure(f"its {field} is not an ISO 8601 time.")
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     if moment > datetime.now(UTC) + FUTURE_SLACK:
         raise ChannelFailure(f"its {field} is in the future.")
     return moment

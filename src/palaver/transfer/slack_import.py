@@ -105,7 +105,11 @@ class SlackExport:
         if listing == "dms.json" or not isinstance(name, str) or not name.strip():
             members = entry.get("members")
             listed = members if isinstance(members, list) else []
-            who = [self.users.get(m, Author(None, source_id=str(m))).label for m in listed]
+            who = [
+                self.users.get(m, Author(None, source_id=m)).label
+                for m in listed
+                if isinstance(m, str)
+            ]
             title = f"dm {', '.join(who)}" if who else f"dm {entry['id']}"
             return Conversation(title[:128], entry["id"])
         return Conversation(name.strip()[:128], name)
@@ -156,9 +160,11 @@ class SlackExport:
             raise ChannelFailure(f"A message in {day} has no valid ts.")
         assert isinstance(ts, str)
         subtype = entry.get("subtype")
+        if not isinstance(subtype, str | None):
+            raise ChannelFailure(f"The message {ts} in {day} has a subtype that is not text.")
         deleted = subtype == "tombstone"
         if subtype is not None and subtype not in KEPT_SUBTYPES and not deleted:
-            notices[str(subtype)] += 1
+            notices[subtype] += 1
             return None
         text = entry.get("text", "")
         if not isinstance(text, str):
@@ -213,7 +219,7 @@ class SlackExport:
         if isinstance(user, str):
             self.missing_users.add(user)
             if isinstance(profile, dict):
-                return _user_author({"id": user, "profile": profile, **profile})
+                return _user_author({**profile, "id": user, "profile": profile})
             return Author(None, "person", user)
         return Author(None)
 
@@ -235,9 +241,9 @@ class SlackExport:
                 continue
             users = entry.get("users")
             authors = [
-                self.users.get(u, Author(None, "person", str(u)))
+                self.users.get(u, Author(None, "person", u))
                 for u in (users if isinstance(users, list) else [])
-                if u is not None
+                if isinstance(u, str)
             ]
             reactions.append(ImportedReaction(found, authors))
         return reactions
