@@ -28,6 +28,7 @@ from tests.support import (
     Guest,
     Server,
     Ws,
+    files_under,
     history,
     new_agent,
     new_channel,
@@ -479,6 +480,39 @@ def test_an_invalid_message_in_the_middle_leaves_nothing_of_its_channel(owner: A
     assert failure["why"].startswith("Message 3: its type must be one of")
     assert not channel_named(owner, name)
     assert owner.ok("GET", "/api/search", params={"q": word})["results"] == []
+
+
+def test_a_channel_whose_second_file_is_damaged_leaves_neither_file_behind(
+    server: Server, owner: Api
+) -> None:
+    name = unique("damaged-")
+    files = [
+        {"url": "/uploads/2024-01/a-0123abcd.txt", "path": "files/a.txt", "size": 5},
+        {"url": "/uploads/2024-01/b-0123abcd.txt", "path": "files/b.txt", "size": 3},
+    ]
+    message = {
+        "id": "m",
+        "content": "see /uploads/2024-01/a-0123abcd.txt and /uploads/2024-01/b-0123abcd.txt",
+        "createdAt": "2024-01-05T10:00:00Z",
+    }
+    document = {
+        "format": "palaver.channel",
+        "version": 1,
+        "channel": {"name": name, "type": "group"},
+        "files": files,
+        "messages": [message],
+    }
+    archive = zipped(
+        {"channel.json": document, "files/a.txt": b"first", "files/b.txt": b"more than three"}
+    )
+    uploads = server.data_dir / "uploads"
+    before = files_under(uploads)
+    report = imported(owner, archive)
+    assert report["channels"] == []
+    (failure,) = report["skipped"]
+    assert "files/b.txt holds more than the 3 bytes it states" in failure["why"]
+    assert files_under(uploads) == before
+    assert not channel_named(owner, name)
 
 
 def test_a_guest_exports_what_it_reads_of_its_channels_and_nothing_else(

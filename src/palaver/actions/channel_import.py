@@ -225,30 +225,32 @@ async def _write(
         updated_at=now,
     )
     journal = imports_dir(svc) / f"{secrets.token_hex(8)}.journal"
+    # The journal goes once the outcome is known: committed, or refused and its files removed.
+    # On anything else (a cancelled wait may still commit) it stays for `_clear_leftovers`,
+    # which removes only the files that have no upload record.
     try:
-        try:
-            placed, uploads = await _place_files(svc, imported, unpacked, journal, notes)
-            prepared = await anyio.to_thread.run_sync(
-                prepare, imported, channel.id, directory, placed, notes
-            )
-        except ChannelFailure as failure:
-            await _remove_placed(svc, journal)
-            _failed(outcome, imported.name, str(failure))
-            return
+        placed, uploads = await _place_files(svc, imported, unpacked, journal, notes)
+        prepared = await anyio.to_thread.run_sync(
+            prepare, imported, channel.id, directory, placed, notes
+        )
         prepared.rows.uploads = [
             {"path": path, "user_id": svc.owner_id, "created_at": now} for path in uploads
         ]
-        try:
-            # A unit: on SQLite it runs on the writer's thread, not on the event loop.
-            unit = partial(store.write, channel=channel, rows=prepared.rows)
-            marker = await svc.db.write_unit(unit)
-        except SQLAlchemyError:
+        # A unit: on SQLite it runs on the writer's thread, not on the event loop.
+        marker = await svc.db.write_unit(partial(store.write, channel=channel, rows=prepared.rows))
+    except (ChannelFailure, SQLAlchemyError) as failure:
+        if isinstance(failure, SQLAlchemyError):
             log.exception("the import of channel %r failed to be written", imported.name)
-            await _remove_placed(svc, journal)
-            _failed(outcome, imported.name, "The database refused it (the server's log says why).")
-            return
-    finally:
+        await _remove_placed(svc, journal)
         await _unlink(journal)
+        why = (
+            str(failure)
+            if isinstance(failure, ChannelFailure)
+            else "The database refused it (the server's log says why)."
+        )
+        _failed(outcome, imported.name, why)
+        return
+    await _unlink(journal)
     await tell_people(svc, None, channel, marker)
     for what, why in notes:
         outcome.report.skip(f"#{imported.name}: {what}", why)
