@@ -35,6 +35,7 @@ MODULES = (
     "tests/test_people_mentions.py",
     "tests/test_channel_list_live.py",
     "tests/test_channel_export.py",
+    "tests/test_channel_import.py",
 )
 """Messages (with edits, deletes, reactions and threads: issue 22), channels, agents, guests,
 memory, chains, schedules, knowledge, and issue 23's message search, read state, mentions of
