@@ -9,6 +9,7 @@ a DELETE are made for that one request.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ class Endpoint:
     upload: bool = False
     form: Callable[[Targets], dict[str, str]] | None = None
     """The form fields sent beside the file of an upload."""
+    file: Callable[[Targets], tuple[str, bytes, str]] | None = None
+    """The file of an upload (name, bytes, type), where a short note will not do."""
     admin: bool = False
     """Owner only: a guest gets 403."""
     scoped: bool = False
@@ -148,6 +151,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     Endpoint(
         "DELETE", "/api/channels/{channel}", admin=True, consumes="channel", errors=_e(403, 404)
+    ),
+    Endpoint("GET", "/api/channels/{channel}/export", scoped=True, errors=_e(404)),
+    Endpoint(
+        "POST",
+        "/api/channels/import",
+        upload=True,
+        file=lambda t: ("channel.json", channel_export_file(), "application/json"),
+        admin=True,
+        errors=_e(403, 408, 413, 415),
     ),
     Endpoint("GET", "/api/search?q=hello"),
     Endpoint("GET", "/api/usage", admin=True, errors=_e(403)),
@@ -283,6 +295,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=_e(403),
     ),
 )
+
+
+def channel_export_file() -> bytes:
+    """The smallest export `POST /api/channels/import` takes: a channel without messages."""
+    channel = {"name": unique("imported-"), "type": "group"}
+    return json.dumps(
+        {"format": "palaver.channel", "version": 1, "channel": channel, "messages": []}
+    ).encode()
+
 
 PUBLIC = ("POST", "/api/login")
 """The one endpoint that needs no session."""

@@ -73,7 +73,8 @@ class World:
         targets = self.targets_for(endpoint)
         path = endpoint.path.format(**targets)
         if endpoint.upload:
-            files = {"file": ("note.txt", b"hello", "text/plain")}
+            note = ("note.txt", b"hello", "text/plain")
+            files = {"file": endpoint.file(targets) if endpoint.file else note}
             data = endpoint.form(targets) if endpoint.form else None
             return api.request(endpoint.method, path, files=files, data=data)
         body = endpoint.json(targets) if endpoint.json else None

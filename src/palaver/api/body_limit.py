@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-UPLOAD_PATHS = frozenset({"/api/upload", "/api/rag/upload"})
+UPLOAD_PATHS = frozenset({"/api/upload", "/api/rag/upload", "/api/channels/import"})
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Room for the longest message or persona the settings allow, several times over."""
 
