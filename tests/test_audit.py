@@ -340,6 +340,35 @@ def test_the_owner_deleting_someone_elses_message_is_audited_without_its_text(
     assert "9921" not in json.dumps(entries(owner, action="message.", limit=200))
 
 
+def test_a_channel_import_is_audited_by_its_name_and_size_not_its_text(
+    owner: Api, by_owner: Any
+) -> None:
+    name = unique("imported")
+    document = {
+        "format": "palaver.channel",
+        "version": 1,
+        "channel": {"name": name, "type": "group"},
+        "people": [],
+        "files": [],
+        "messages": [
+            {
+                "id": "msg_old1",
+                "content": "the vault code is 4417",
+                "createdAt": "2025-01-02T03:04:05Z",
+            }
+        ],
+    }
+    response = owner.post(
+        "/api/channels/import",
+        files={"file": ("channel.json", json.dumps(document).encode(), "application/json")},
+    )
+    assert response.status_code == 200, response.text
+    [made] = response.json()["channels"]
+    changes = by_owner(entry(owner, "channel.import", made["id"]))
+    assert changes == {"name": name, "agentIds": [], "messages": 1}
+    assert "4417" not in json.dumps(entries(owner, action="channel.", limit=200))
+
+
 def test_logins_failed_logins_and_logouts_carry_the_client_address(
     server: Server, owner: Api
 ) -> None:

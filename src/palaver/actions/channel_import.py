@@ -30,6 +30,7 @@ from palaver.errors import Invalid, UnsupportedMedia
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import channel_import as store
+from palaver.store.audit import Actor
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import agents, users
 from palaver.transfer import palaver_import
@@ -54,6 +55,8 @@ _locks: dict[str, asyncio.Lock] = {}
 
 @dataclass
 class Outcome:
+    by: Actor
+    """The owner importing: each channel's `channel.import` audit row names them."""
     report: Report = field(default_factory=Report)
     channels: list[dict[str, Any]] = field(default_factory=list)
     imported: int = 0
@@ -70,21 +73,21 @@ def imports_dir(svc: Services) -> Path:
     return svc.config.data_dir / IMPORTS_FOLDER
 
 
-async def run(svc: Services, received: Path) -> dict[str, Any]:
+async def run(svc: Services, received: Path, by: Actor) -> dict[str, Any]:
     """Import the file; answers `{channels, imported, skipped}`. One import at a time per
     node: each holds a channel's rows in memory while it writes them."""
     lock = _locks.setdefault(svc.node_id, asyncio.Lock())
     try:
         async with lock:
             await _clear_leftovers(svc, keep=received)
-            return (await _import(svc, received)).as_json()
+            return (await _import(svc, received, by)).as_json()
     finally:
         await _unlink(received)
 
 
-async def _import(svc: Services, received: Path) -> Outcome:
+async def _import(svc: Services, received: Path, by: Actor) -> Outcome:
     kind = await anyio.to_thread.run_sync(_sniff, received)
-    outcome = Outcome()
+    outcome = Outcome(by)
     limit = svc.settings.current.limits.maxUploadBytes
     if kind == "json":
         document = await anyio.to_thread.run_sync(_load_json, received.read_bytes)
@@ -237,7 +240,9 @@ async def _write(
             {"path": path, "user_id": svc.owner_id, "created_at": now} for path in uploads
         ]
         # A unit: on SQLite it runs on the writer's thread, not on the event loop.
-        marker = await svc.db.write_unit(partial(store.write, channel=channel, rows=prepared.rows))
+        marker = await svc.db.write_unit(
+            partial(store.write, channel=channel, rows=prepared.rows, by=outcome.by)
+        )
     except (ChannelFailure, SQLAlchemyError) as failure:
         if isinstance(failure, SQLAlchemyError):
             log.exception("the import of channel %r failed to be written", imported.name)

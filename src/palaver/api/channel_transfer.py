@@ -9,7 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from palaver.actions import channel_export, channel_import
 from palaver.api import schemas
-from palaver.api.deps import Caller, Owner, Svc, errors
+from palaver.api.deps import Caller, OwnerActing, Svc, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import Shape, ok
@@ -126,7 +126,7 @@ async def export_channel(
         }
     },
 )
-async def import_channels(request: Request, _: Owner, svc: Svc) -> dict[str, Any]:
+async def import_channels(request: Request, by: OwnerActing, svc: Svc) -> dict[str, Any]:
     """Palaver's JSON export (or its zip, files and all) or Slack's workspace export, told by
     its content; at most `limits.maxUploadBytes`. Each channel is new (new ids), written whole
     or not at all; authors are found by name among the people and agents here, or kept as
@@ -138,4 +138,4 @@ async def import_channels(request: Request, _: Owner, svc: Svc) -> dict[str, Any
         limit,
         idle_seconds=svc.config.upload_idle_seconds,
     )
-    return await channel_import.run(svc, received.path)
+    return await channel_import.run(svc, received.path, by)

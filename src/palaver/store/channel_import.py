@@ -13,6 +13,7 @@ from sqlalchemy import Connection, insert, select
 
 from palaver.domain import Channel
 from palaver.store import read_states
+from palaver.store.audit import Actor
 from palaver.store.message_changes import resummarize_thread
 from palaver.store.tables.core import (
     channel_agents,
@@ -38,9 +39,15 @@ class ImportRows:
     references: list[dict[str, Any]] = field(default_factory=list)
 
 
-def write(conn: Connection, channel: Channel, rows: ImportRows) -> str | None:
+def write(conn: Connection, channel: Channel, rows: ImportRows, by: Actor) -> str | None:
     """Answers the marker its members start reading from (the newest message: nothing of an
-    imported history is unread)."""
+    imported history is unread). The `channel.import` audit row is written with it."""
+    by.record(
+        conn,
+        "channel.import",
+        channel.id,
+        {"name": channel.name, "agentIds": channel.agent_ids, "messages": len(rows.messages)},
+    )
     conn.execute(
         insert(channels).values(
             id=channel.id,
