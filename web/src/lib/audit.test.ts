@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { changeLines } from "./audit";
+import { actionFilter, changeLines, MOST_LINES } from "./audit";
 
 describe("changeLines", () => {
   it("says nothing for no changes", () => {
@@ -29,5 +29,45 @@ describe("changeLines", () => {
       `note: ${"x".repeat(79)}…`,
     ]);
     expect(changeLines("providers.openai")).toEqual(["providers.openai"]);
+  });
+
+  it("writes nested settings as dotted paths, a text kept by its length in characters", () => {
+    expect(
+      changeLines({
+        limits: { messagesPerMinute: 100, messageBurst: 20 },
+        budgets: { agents: { agent_1: null } },
+        soul: { length: 1204 },
+        key: "(changed)",
+      }),
+    ).toEqual([
+      "limits.messagesPerMinute: 100",
+      "limits.messageBurst: 20",
+      "budgets.agents.agent_1: none",
+      `soul: ${(1204).toLocaleString()} characters`,
+      "key: (changed)",
+    ]);
+  });
+
+  it("shows so many lines, then counts the rest", () => {
+    const many = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`f${i}`, i]));
+    const shown = changeLines(many);
+    expect(shown).toHaveLength(MOST_LINES);
+    expect(shown[MOST_LINES - 1]).toBe(`and ${12 - MOST_LINES + 1} more`);
+  });
+});
+
+describe("actionFilter", () => {
+  it.each([
+    ["", ""],
+    ["  ", ""],
+    ["agent.create", "agent.create"],
+    ["agent.", "agent."],
+    [" agent ", "agent."],
+    ["mcpServer", "mcpServer."],
+    ["agent.cre ate", null],
+    ["agent.create.x", null],
+    ["a1", null],
+  ])("%j filters as %j", (typed, want) => {
+    expect(actionFilter(typed)).toBe(want);
   });
 });

@@ -6,10 +6,16 @@
 /** Actions the filter box offers (the server names actions `resource.verb`); typing the
  * start of one (`agent.`) finds them all. */
 export const KNOWN_ACTIONS = [
-  "login",
+  "login.succeeded",
   "login.failed",
-  "logout",
+  "logout.succeeded",
   "settings.update",
+  "provider.create",
+  "provider.update",
+  "provider.delete",
+  "mcpServer.create",
+  "mcpServer.update",
+  "mcpServer.delete",
   "agent.create",
   "agent.update",
   "agent.delete",
@@ -18,8 +24,6 @@ export const KNOWN_ACTIONS = [
   "channel.create",
   "channel.update",
   "channel.delete",
-  "document.update",
-  "document.delete",
   "schedule.create",
   "schedule.update",
   "schedule.delete",
@@ -50,16 +54,55 @@ function pair(value: unknown): [unknown, unknown] | null {
   return null;
 }
 
-/** One line per changed field: `name: Ada → Grace`, `soul: changed`, or the field's name when
- * the entry lists names only. Nothing for an entry without changes. */
+/** The most lines an entry shows; the rest is counted ("and 3 more"). */
+export const MOST_LINES = 8;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** A text the log keeps by its length only (SOUL.md, a memory, a prompt). */
+function sizeOnly(value: Record<string, unknown>): number | null {
+  const keys = Object.keys(value);
+  return keys.length === 1 && typeof value.length === "number" ? value.length : null;
+}
+
+function lines(path: string, value: unknown, out: string[]): void {
+  const both = pair(value);
+  if (both) {
+    out.push(`${path}: ${short(both[0])} → ${short(both[1])}`);
+  } else if (isRecord(value)) {
+    const size = sizeOnly(value);
+    if (size !== null) out.push(`${path}: ${size.toLocaleString()} characters`);
+    else if (Object.keys(value).length === 0) out.push(path);
+    else for (const [key, inner] of Object.entries(value)) lines(`${path}.${key}`, inner, out);
+  } else if (value === true) {
+    out.push(path);
+  } else {
+    out.push(`${path}: ${short(value)}`);
+  }
+}
+
+/** One line per changed field, nested settings as dotted paths: `name: Ada`,
+ * `limits.messagesPerMinute: 100`, `soul: 1,204 characters`, `name: Ada → Grace` for a
+ * before-and-after pair, a field's name alone when only its name is listed. At most
+ * `MOST_LINES`, then how many more. Nothing for an entry without changes. */
 export function changeLines(changes: unknown): string[] {
   if (changes === null || changes === undefined || changes === "") return [];
-  if (typeof changes !== "object") return [short(changes)];
-  if (Array.isArray(changes)) return changes.map(short);
-  return Object.entries(changes as Record<string, unknown>).map(([field, value]) => {
-    const both = pair(value);
-    if (both) return `${field}: ${short(both[0])} → ${short(both[1])}`;
-    if (value === true) return field;
-    return `${field}: ${short(value)}`;
-  });
+  const out: string[] = [];
+  if (Array.isArray(changes)) out.push(...changes.map(short));
+  else if (isRecord(changes)) for (const [field, value] of Object.entries(changes)) lines(field, value, out);
+  else out.push(short(changes));
+  if (out.length <= MOST_LINES) return out;
+  return [...out.slice(0, MOST_LINES - 1), `and ${out.length - MOST_LINES + 1} more`];
+}
+
+/** The `action` filter as the server takes it: `agent.create` for one action, `agent.` for
+ * every action of a resource (a word without a dot means that too); null when what was typed
+ * can be neither, `""` for no filter. */
+export function actionFilter(typed: string): string | null {
+  const text = typed.trim();
+  if (text === "") return "";
+  const action = text.includes(".") ? text : `${text}.`;
+  return /^[A-Za-z]{1,32}\.([A-Za-z]{1,31})?$/.test(action) ? action : null;
 }
