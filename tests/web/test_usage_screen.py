@@ -393,8 +393,25 @@ def test_the_usage_screen_is_accessible_and_pictured(
         page.get_by_role("heading", name="Budgets this month").scroll_into_view_if_needed()
         page.wait_for_timeout(100)
         shoot(page, "admin-usage-budgets-desktop-light")
+        page.emulate_media(color_scheme="dark")
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-budgets-desktop-dark")
+        page.emulate_media(color_scheme="light")
+
+        # Forced colours: the two series of the tokens chart keep two different system colours.
+        page.emulate_media(forced_colors="active")
+        fills = page.evaluate(
+            """[...new Set([...document.querySelectorAll('svg[role=img] :is(rect.in, rect.out)')]
+                .map((r) => r.classList[0] + ' ' + getComputedStyle(r).fill))]"""
+        )
+        assert len(fills) == 2 and len({f.split(" ", 1)[1] for f in fills}) == 2, fills
+        shoot(page, "admin-usage-budgets-desktop-forced-colors")
+        page.emulate_media(forced_colors="none")
 
         page.goto(f"/c/{room['id']}")
         expect(page.get_by_test_id("budget-warning")).to_contain_text("Researcher")
         page.mouse.move(0, 0)
         shoot(page, "budget-warning-desktop-light")
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(150)
+        shoot(page, "budget-warning-phone-light")

@@ -10,7 +10,9 @@ import {
   rangeProblem,
   sumRows,
   tokensOf,
+  usageCsv,
 } from "./usage";
+import { toCsv } from "./csv";
 import type { UsageRow } from "./usageApi";
 
 const at = (iso: string) => Date.parse(iso);
@@ -109,5 +111,21 @@ describe("niceTicks", () => {
     [3, true, [0, 1, 2, 3]],
   ])("an axis up to %d", (max, integers, want) => {
     expect(niceTicks(max, 4, integers)).toEqual(want);
+  });
+});
+
+describe("usageCsv", () => {
+  it("puts an id beside each name, and numbers as they came", () => {
+    const rows = [{ ...row("agent_1", 10, 5, 0.000123), name: 'Ada, "the first"' }];
+    expect(toCsv(usageCsv("Agent", true, rows))).toBe(
+      "Agent ID,Agent,Input tokens,Output tokens,Cached tokens,Total tokens,Cost,Calls,Unpriced calls\r\n" +
+        'agent_1,"Ada, ""the first""",10,5,0,15,0.000123,1,0\r\n',
+    );
+  });
+
+  it("writes a day or a model as its key alone", () => {
+    const [head, first] = usageCsv("Day", false, [{ ...row("2026-11-03", 1, 2), name: "3 Nov 2026" }]);
+    expect(head[0]).toBe("Day");
+    expect(first.slice(0, 2)).toEqual(["2026-11-03", 1]);
   });
 });

@@ -2,6 +2,7 @@
  * The usage screen's rules: date ranges in UTC days (the ledger's days), the days of a range
  * filled in for the chart, sums, number formats and the chart's axis.
  */
+import type { CsvValue } from "./csv";
 import type { UsageRow } from "./usageApi";
 
 export interface DayRange {
@@ -162,4 +163,32 @@ export function niceTicks(max: number, count = 4, integers = false): number[] {
     ticks.push(Number((i * step).toPrecision(12)));
   }
   return ticks;
+}
+
+/** A breakdown as CSV rows: the header, then a row each; agents, people and channels with
+ * their id beside the name. Numbers as the server sent them; no total row (a spreadsheet sums). */
+export function usageCsv(label: string, withId: boolean, rows: NamedRow[]): CsvValue[][] {
+  const head = [
+    ...(withId ? [`${label} ID`, label] : [label]),
+    "Input tokens",
+    "Output tokens",
+    "Cached tokens",
+    "Total tokens",
+    "Cost",
+    "Calls",
+    "Unpriced calls",
+  ];
+  return [
+    head,
+    ...rows.map((r) => [
+      ...(withId ? [r.key, r.name] : [r.key]),
+      r.inputTokens,
+      r.outputTokens,
+      r.cachedTokens,
+      tokensOf(r),
+      r.cost,
+      r.calls,
+      r.unpricedCalls,
+    ]),
+  ];
 }
