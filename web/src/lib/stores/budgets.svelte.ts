@@ -43,10 +43,12 @@ class BudgetWatch {
   private last = 0;
   private timer: number | undefined;
 
-  /** Ask again now; a call while one is under way makes one more after it, not two. */
-  async refresh(): Promise<void> {
+  /** Ask again now. A call while an ask is under way joins it, unless `fresh`: what it must
+   * see may have been written after that ask read (a reply that just ended), so one more
+   * follows it (one, however many such calls came meanwhile). */
+  async refresh(fresh = false): Promise<void> {
     if (this.running) {
-      this.again = true;
+      if (fresh) this.again = true;
       return this.running;
     }
     this.running = this.load();
@@ -94,7 +96,8 @@ class BudgetWatch {
   setBudgets(budgets: Budgets): void {
     this.budgets = budgets;
     this.dismissed = [];
-    void this.refresh();
+    // Fresh: an ask under way may have read the settings before this change.
+    void this.refresh(true);
   }
 
   /** Whose budget, by name: an agent or guest deleted since shows as such. */
@@ -136,7 +139,7 @@ class BudgetWatch {
     const wait = Math.max(AFTER_REPLY_MS, this.last + GAP_MS - Date.now());
     this.timer = window.setTimeout(() => {
       this.timer = undefined;
-      void this.refresh();
+      void this.refresh(true);
     }, wait);
   }
 
