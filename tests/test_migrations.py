@@ -305,3 +305,31 @@ def test_people_of_older_versions_start_with_everything_read(store: Store) -> No
     kept = store.core()
     assert kept == _expected() | {k: kept[k] for k in ("messages", "channels")}
     assert store.rows("SELECT id FROM messages ORDER BY id") == [("msg_01OLD",), ("msg_02NEWER",)]
+
+
+def test_an_upgraded_database_gets_an_append_only_audit_log(store: Store) -> None:
+    """0015 adds the audit log to a database in use, empty; a row once written can be neither
+    changed nor deleted (the triggers say why), and its downgrade leaves nothing behind."""
+    migrate.upgrade(store.url, "0001_core")
+    store.fill()
+    migrate.upgrade(store.url, "0014_usage_ledger")
+    migrate.upgrade(store.url)
+    assert store.rows("SELECT count(*) FROM audit_log") == [(0,)]
+    change = '{"name": "New Timer"}'
+    row = ("audit_01OLD", STAMP, "user_01OWNER", "agent.update", "agent", "agent_01OLD", change)
+    store.insert("audit_log", [(*row, "node_01", "127.0.0.1")])
+    for statement in ("UPDATE audit_log SET action = 'agent.delete'", "DELETE FROM audit_log"):
+        with pytest.raises(Exception, match="append-only"):
+            store.rows(statement)
+    assert store.rows("SELECT action, target FROM audit_log") == [("agent.update", "agent_01OLD")]
+    assert store.core() == _expected()
+    migrate.downgrade(store.url, "0014_usage_ledger")
+    if store.path is not None:
+        left = "SELECT name FROM sqlite_master WHERE name LIKE '%audit_log%'"
+    else:
+        left = (
+            "SELECT relname FROM pg_class WHERE relname LIKE '%%audit_log%%' "
+            "UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE '%%audit_log%%'"
+        )
+    assert store.rows(left) == []
+    assert store.core() == _expected()

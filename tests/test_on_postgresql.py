@@ -34,11 +34,12 @@ MODULES = (
     "tests/test_read_state.py",
     "tests/test_people_mentions.py",
     "tests/test_channel_list_live.py",
+    "tests/test_audit.py",
 )
 """Messages (with edits, deletes, reactions and threads: issue 22), channels, agents, guests,
-memory, chains, schedules, knowledge, and issue 23's message search, read state, mentions of
-people and live channel list, as issue 14 asks of the second pass; the knowledge tests that
-rank by full text are skipped there."""
+memory, chains, schedules, knowledge, issue 23's message search, read state, mentions of
+people and live channel list, and issue 24's audit log, as issue 14 asks of the second pass;
+the knowledge tests that rank by full text are skipped there."""
 
 
 def test_the_chosen_api_modules_pass_on_postgresql() -> None:

@@ -24,6 +24,7 @@ from palaver.agents.scheduler import Scheduler, guest_budget, reply_to_schedules
 from palaver.api import (
     admin,
     agents,
+    audit,
     chains,
     channels,
     debug,
@@ -214,6 +215,7 @@ def create_app(config: Config) -> FastAPI:
         schedules.router,
         search.router,
         usage.router,
+        audit.router,
         tools.router,
         ws.router,
     ):

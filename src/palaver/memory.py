@@ -39,6 +39,7 @@ from palaver.knowledge.documents import agent_exists
 from palaver.knowledge.embed import Embedder, current_space
 from palaver.knowledge.index.base import Entry, SearchIndex, Space
 from palaver.settings import MemoryConfig
+from palaver.store.audit import Actor, text_size
 from palaver.store.db import Database, Tx
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.knowledge import memories, memory_versions, vectors
@@ -186,8 +187,11 @@ class MemoryStore:
         channel_id: str | None = None,
         source_message_id: str | None = None,
         only_channel: str | None = None,
+        by: Actor | None = None,
     ) -> WriteResult:
-        """Apply the write rule; comparisons are limited to `only_channel` when it is set."""
+        """Apply the write rule; comparisons are limited to `only_channel` when it is set.
+        With `by` (the owner writing one by hand), an insert or update is audited in its own
+        transaction (`memory.create`, `memory.update`), the content by its length only."""
         text, type = _clean(content), _check_type(type)
         vector, space = await self._embed(text)
         config = self._config()
@@ -209,7 +213,7 @@ class MemoryStore:
                     return WriteResult("skipped", closest, similarity)
                 if similarity > config.updateThreshold:
                     change = _Change(text, type, channel_id, source_message_id)
-                    updated = await self._replace(tx, closest, change, vector, space)
+                    updated = await self._replace(tx, closest, change, vector, space, by)
                     return WriteResult("updated", updated, similarity, closest.content)
             now = utcnow()
             memory = Memory(
@@ -217,6 +221,14 @@ class MemoryStore:
             )
             await tx.conn.execute(insert(memories).values(**asdict(memory)))
             await self._put(tx, memory, vector, space)
+            if by is not None:
+                changes = {
+                    "agentId": agent_id,
+                    "type": type,
+                    "content": text_size(text),
+                    "channelId": channel_id,
+                }
+                await by.add(tx.conn, "memory.create", memory.id, changes)
         return WriteResult("inserted", memory, similarity)
 
     async def search(
@@ -281,7 +293,13 @@ class MemoryStore:
         return found
 
     async def update(
-        self, agent_id: str, memory_id: str, *, content: str | None = None, type: str | None = None
+        self,
+        agent_id: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        type: str | None = None,
+        by: Actor | None = None,
     ) -> Memory:
         """An owner's correction; the replaced content becomes a version."""
         text = None if content is None else _clean(content)
@@ -292,16 +310,18 @@ class MemoryStore:
         if (text, type) == (current.content, current.type):
             return current
         change = _Change(text, type, current.channel_id, current.source_message_id)
-        return await self._apply(agent_id, memory_id, change)
+        return await self._apply(agent_id, memory_id, change, by)
 
-    async def delete(self, agent_id: str, memory_id: str) -> Memory:
-        """Deletes the memory with its versions."""
+    async def delete(self, agent_id: str, memory_id: str, by: Actor | None = None) -> Memory:
+        """Deletes the memory with its versions; audited (`memory.delete`) with `by`."""
         async with self._db.write() as tx:
             found = await _fetch(tx.conn, agent_id, memory_id)
             if found is None:
                 raise NotFound(f"There is no memory '{memory_id}'.")
             await self._index.delete(tx, agent_id, "memory", [memory_id])
             await tx.conn.execute(memories.delete().where(memories.c.id == memory_id))
+            if by is not None:
+                await by.add(tx.conn, "memory.delete", memory_id, {"agentId": agent_id})
         return found
 
     async def versions(self, agent_id: str, memory_id: str) -> list[MemoryVersion]:
@@ -315,7 +335,9 @@ class MemoryStore:
         async with self._db.read() as conn:
             return [MemoryVersion(**row._mapping) for row in await conn.execute(query)]
 
-    async def restore(self, agent_id: str, memory_id: str, version: int) -> Memory:
+    async def restore(
+        self, agent_id: str, memory_id: str, version: int, by: Actor | None = None
+    ) -> Memory:
         """Makes an earlier version current again, as a new version: nothing is lost."""
         current = await self.get(agent_id, memory_id)
         if version == current.version:
@@ -325,7 +347,7 @@ class MemoryStore:
         if chosen is None:
             raise NotFound(f"Memory '{memory_id}' has no version {version}.")
         change = _Change(chosen.content, chosen.type, chosen.channel_id, chosen.source_message_id)
-        return await self._apply(agent_id, memory_id, change)
+        return await self._apply(agent_id, memory_id, change, by, version)
 
     async def stale(self, agent_id: str) -> list[str]:
         """Memories whose vectors another embedder made (see `reindex.reindex_agent`)."""
@@ -375,16 +397,31 @@ class MemoryStore:
             found = {row.id: _memory(row) for row in await conn.execute(query)}
         return [MemoryMatch(found[h.id], h.score) for h in hits if h.id in found]
 
-    async def _apply(self, agent_id: str, memory_id: str, change: _Change) -> Memory:
+    async def _apply(
+        self,
+        agent_id: str,
+        memory_id: str,
+        change: _Change,
+        by: Actor | None,
+        restored: int | None = None,
+    ) -> Memory:
+        """`restored`: the version made current again, for the audit log's `memory.restore`."""
         vector, space = await self._embed(change.content)
         async with self._locks.setdefault(agent_id, asyncio.Lock()), self._db.write() as tx:
             current = await _fetch(tx.conn, agent_id, memory_id)
             if current is None:
                 raise NotFound(f"There is no memory '{memory_id}'.")
-            return await self._replace(tx, current, change, vector, space)
+            return await self._replace(tx, current, change, vector, space, by, restored)
 
     async def _replace(
-        self, tx: Tx, current: Memory, change: _Change, vector: NDArray[np.float32], space: Space
+        self,
+        tx: Tx,
+        current: Memory,
+        change: _Change,
+        vector: NDArray[np.float32],
+        space: Space,
+        by: Actor | None = None,
+        restored: int | None = None,
     ) -> Memory:
         version = MemoryVersion(
             current.id,
@@ -405,6 +442,16 @@ class MemoryStore:
             .values(**asdict(change), version=updated.version, updated_at=updated.updated_at)
         )
         await self._put(tx, updated, vector, space)
+        if by is not None:
+            changes: dict[str, Any] = {"agentId": current.agent_id}
+            if restored is not None:
+                changes["version"] = restored
+            if change.type != current.type:
+                changes["type"] = change.type
+            if change.content != current.content:
+                changes["content"] = text_size(change.content)
+            action = "memory.update" if restored is None else "memory.restore"
+            await by.add(tx.conn, action, current.id, changes)
         return updated
 
     async def _put(self, tx: Tx, memory: Memory, vector: NDArray[np.float32], space: Space) -> None:

@@ -309,3 +309,41 @@ def _masked_without_secret(path: tuple[str, ...]) -> ValidationError:
     return ValidationError.from_exception_data(
         "Settings", [InitErrorDetails(type=error, loc=path, input=SECRET_MASK)]
     )
+
+
+_SAME = object()
+
+
+def shown_changes(before: Settings, after: Settings, changed: str) -> dict[str, Any]:
+    """What turned `before` into `after`, as a merge patch (an entry gone is null), with each
+    secret set or changed shown as `changed` (never its value nor any part of it), a secret
+    removed as null, and URLs and MCP arguments masked as `masked()` shows them: what the audit
+    log keeps of a change of settings. Empty when nothing changed."""
+    found = _difference(before.model_dump(mode="json"), after.model_dump(mode="json"), (), changed)
+    return {} if found is _SAME else dict(found)
+
+
+def _difference(old: Any, new: Any, path: tuple[str, ...], changed: str) -> Any:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: dict[str, Any] = {}
+        for key in [*new, *(k for k in old if k not in new)]:
+            if key not in new:
+                out[key] = None
+            elif key not in old:
+                out[key] = _shown(new[key], (*path, key), changed)
+            else:
+                found = _difference(old[key], new[key], (*path, key), changed)
+                if found is not _SAME:
+                    out[key] = found
+        return out or _SAME
+    if old == new:
+        return _SAME
+    return _shown(new, path, changed)
+
+
+def _shown(value: Any, path: tuple[str, ...], changed: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _shown(v, (*path, k), changed) for k, v in value.items()}
+    if _is_secret_path(path):
+        return None if value is None else changed
+    return _mask_value(path, value)

@@ -104,6 +104,38 @@ def test_cancel_stops_after_the_current_step(make_room: Any, fake_openai: FakeOp
     assert room.api.post(f"/api/chains/{chain_id}/resume").status_code == 409
 
 
+def test_people_starting_and_steering_a_chain_are_audited(
+    owner: Api, make_room: Any, fake_openai: FakeOpenAI
+) -> None:
+    """docs/SPEC.md section 14: `chain.create`, then each steer as it is asked, by the person
+    (here the owner), with the channel; never the message that started it."""
+    room: Room = make_room({"name": "Aa"}, {"name": "Ab"}, {"name": "Ac"})
+    fake_openai.enqueue(stall(text("one", " two"), after=1), stall(text("three"), after=1))
+    agent_ids = [a["id"] for a in room.agents]
+    body = {"channelId": room.id, "agentIds": agent_ids, "content": "Plan the secret party."}
+    chain_id = room.api.ok("POST", "/api/chains", json=body)["chain"]["id"]
+    room.ws.expect("stream_chunk")
+    room.api.ok("POST", f"/api/chains/{chain_id}/pause")
+    fake_openai.release()
+    wait_status(room.ws, "paused")
+    room.api.ok("POST", f"/api/chains/{chain_id}/resume")
+    room.ws.expect("stream_chunk")
+    room.api.ok("POST", f"/api/chains/{chain_id}/cancel")
+    fake_openai.release()
+    wait_status(room.ws, "error")
+    assert room.api.post(f"/api/chains/{chain_id}/cancel").status_code == 409
+    me = owner.ok("GET", "/api/me")["user"]["id"]
+    found = owner.ok("GET", "/api/audit", params={"action": "chain.", "limit": 200})["entries"]
+    rows = [(e["action"], e["actorId"], e["changes"]) for e in found if e["target"] == chain_id]
+    assert rows == [
+        ("chain.cancel", me, {"channelId": room.id}),
+        ("chain.resume", me, {"channelId": room.id}),
+        ("chain.pause", me, {"channelId": room.id}),
+        ("chain.create", me, {"channelId": room.id, "agentIds": agent_ids}),
+    ]
+    assert "secret party" not in str(found)
+
+
 def test_a_failing_step_ends_the_chain_with_its_reason(
     make_room: Any, fake_openai: FakeOpenAI
 ) -> None:

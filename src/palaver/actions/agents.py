@@ -15,6 +15,7 @@ from palaver.ids import new_id
 from palaver.services import Services
 from palaver.settings import model_problem, well_formed_model
 from palaver.store import agents, channels
+from palaver.store.audit import Actor, text_size
 from palaver.store.tables.base import utcnow
 
 DEFAULT_AVATAR = "🤖"
@@ -88,7 +89,27 @@ async def visible(svc: Services, user: User, agent_id: str) -> Agent:
     return found[0]
 
 
-async def create(svc: Services, fields: dict[str, Any]) -> Agent:
+def _audited(agent: Agent) -> dict[str, Any]:
+    """An agent's fields as the audit log keeps them: SOUL.md by its length only."""
+    return {
+        "name": agent.name,
+        "avatar": agent.avatar,
+        "description": agent.description,
+        "model": agent.model,
+        "tools": agent.tools,
+        "soul": text_size(agent.soul),
+        "autoInjectMemory": agent.auto_inject_memory,
+    }
+
+
+def _changed(before: Agent, after: Agent) -> dict[str, Any]:
+    old, new = _audited(before), _audited(after)
+    if before.soul != after.soul:
+        old["soul"] = None
+    return {k: v for k, v in new.items() if old[k] != v}
+
+
+async def create(svc: Services, fields: dict[str, Any], by: Actor) -> Agent:
     now = utcnow()
     agent = Agent(
         id=new_id("agent"),
@@ -106,10 +127,11 @@ async def create(svc: Services, fields: dict[str, Any]) -> Agent:
         if await agents.id_for_name(tx.conn, agent.name) is not None:
             raise Conflict(f"An agent named '{agent.name}' exists already.", field="name")
         await agents.create(tx.conn, agent)
+        await by.add(tx.conn, "agent.create", agent.id, _audited(agent))
     return agent
 
 
-async def update(svc: Services, agent_id: str, fields: dict[str, Any]) -> Agent:
+async def update(svc: Services, agent_id: str, fields: dict[str, Any], by: Actor) -> Agent:
     changes: dict[str, Any] = {}
     if fields.get("name") is not None:
         changes["name"] = _check_name(fields["name"])
@@ -135,15 +157,20 @@ async def update(svc: Services, agent_id: str, fields: dict[str, Any]) -> Agent:
                 raise Conflict(f"An agent named '{changes['name']}' exists already.", field="name")
         updated = replace(agent, **changes, updated_at=utcnow())
         await agents.replace(tx.conn, updated)
+        changed = _changed(agent, updated)
+        if changed:
+            await by.add(tx.conn, "agent.update", agent_id, changed)
     return updated
 
 
-async def delete(svc: Services, agent_id: str) -> None:
+async def delete(svc: Services, agent_id: str, by: Actor) -> None:
     """The agent goes, and the people of its channels hear `channel_updated` without it."""
     async with svc.db.write() as tx:
         holding = await channels.list_with_agent(tx.conn, agent_id)
-        if not await agents.delete_agent(tx.conn, agent_id):
+        agent = await agents.get(tx.conn, agent_id)
+        if agent is None or not await agents.delete_agent(tx.conn, agent_id):
             raise NotFound(f"No agent has the id '{agent_id}'.")
+        await by.add(tx.conn, "agent.delete", agent_id, {"name": agent.name})
         await svc.index.drop_agent(tx, agent_id)
         tx.on_commit(
             lambda: svc.bus.publish(CONTROL, {"type": "agent_deleted", "agentId": agent_id})

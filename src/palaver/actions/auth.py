@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import anyio
@@ -17,6 +17,7 @@ from palaver.errors import Invalid, RateLimited, Unauthenticated
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import users
+from palaver.store.audit import Actor
 from palaver.store.tables.base import utcnow
 
 LOGIN_FAILURE_LIMIT = 10
@@ -53,11 +54,14 @@ async def prepare_owner(svc: Services) -> None:
     svc.owner_id = owner.id
 
 
-async def login(svc: Services, password: str, client: str) -> str:
-    """Answer a new session token; throttle a client address after repeated failures."""
+async def login(svc: Services, password: str, by: Actor) -> str:
+    """Answer a new session token; throttle a client address after repeated failures. The
+    audit log gets `login.succeeded` in the session's own transaction, or `login.failed` (with
+    nobody as the actor) for a wrong password; a throttled attempt is not checked, and leaves
+    no row (an address hammering the login would otherwise fill the log)."""
     if not password:
         raise Invalid("The field 'password' must not be empty.")
-    throttle_key = f"login:{client}"
+    throttle_key = f"login:{by.address or 'unknown'}"
     retry = await svc.limiter.reserve_attempt(
         throttle_key, LOGIN_FAILURE_WINDOW, LOGIN_FAILURE_LIMIT
     )
@@ -68,11 +72,15 @@ async def login(svc: Services, password: str, client: str) -> str:
         )
     user_id, tag = await _check_password(svc, password)
     if user_id is None:
+        async with svc.db.write() as tx:
+            await by.add(tx.conn, "login.failed", None)
         raise Unauthenticated("Wrong password.")
     await svc.limiter.release_attempt(throttle_key)
     token = new_session_token()
+    by = replace(by, user_id=user_id)
     async with svc.db.write() as tx:
         await users.create_session(tx.conn, hash_token(token), user_id, tag, utcnow())
+        await by.add(tx.conn, "login.succeeded", user_id)
     return token
 
 
@@ -87,9 +95,10 @@ async def _check_password(svc: Services, password: str) -> tuple[str | None, str
     return None, None
 
 
-async def logout(svc: Services, principal: Principal) -> None:
+async def logout(svc: Services, principal: Principal, by: Actor) -> None:
     async with svc.db.write() as tx:
         await users.delete_session(tx.conn, principal.token_hash)
+        await by.add(tx.conn, "logout.succeeded", principal.user.id)
         tx.on_commit(
             lambda: svc.bus.publish(
                 CONTROL, {"type": "revoke", "tokenHashes": [principal.token_hash]}

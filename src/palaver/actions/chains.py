@@ -9,13 +9,14 @@ from palaver.errors import Invalid, NotFound
 from palaver.services import Services
 from palaver.store import chains as chains_store
 from palaver.store import messages as messages_store
+from palaver.store.audit import Actor
 from palaver.store.chains import Chain
 
 LIST_LIMIT = 100
 
 
 async def start(
-    svc: Services, user: User, channel_id: str, agent_ids: list[str], content: str
+    svc: Services, user: User, channel_id: str, agent_ids: list[str], content: str, by: Actor
 ) -> Chain:
     """Post `content` as the person's message, then run the named agents over it in order."""
     channel = await visible(svc, user, channel_id)
@@ -36,7 +37,7 @@ async def start(
     async with svc.db.read() as conn:
         trigger = await conn.run_sync(messages_store.get, message_id)
     assert trigger is not None
-    return await svc.chains.start(channel, trigger, agent_ids, "explicit")
+    return await svc.chains.start(channel, trigger, agent_ids, "explicit", by)
 
 
 async def get(svc: Services, user: User, chain_id: str) -> Chain:
@@ -57,10 +58,10 @@ async def in_channel(svc: Services, user: User, channel_id: str) -> list[Chain]:
         return await chains_store.in_channel(conn, channel_id, LIST_LIMIT)
 
 
-async def steer(svc: Services, user: User, chain_id: str, action: str) -> Chain:
+async def steer(svc: Services, user: User, chain_id: str, action: str, by: Actor) -> Chain:
     await get(svc, user, chain_id)
     if action == "pause":
-        return await svc.chains.pause(chain_id)
+        return await svc.chains.pause(chain_id, by)
     if action == "resume":
-        return await svc.chains.resume(chain_id)
-    return await svc.chains.cancel(chain_id)
+        return await svc.chains.resume(chain_id, by)
+    return await svc.chains.cancel(chain_id, by)

@@ -13,6 +13,7 @@ from palaver.errors import Forbidden, Invalid, NotFound
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import agents, channel_list, channels, messages, read_states, users
+from palaver.store.audit import Actor
 from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
 
@@ -86,8 +87,22 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _audited(channel: Channel) -> dict[str, Any]:
+    return {
+        "name": channel.name,
+        "type": channel.type,
+        "agentIds": channel.agent_ids,
+        "memberIds": channel.member_ids,
+    }
+
+
 async def create(
-    svc: Services, name: str, kind: ChannelType, agent_ids: list[str], member_ids: list[str]
+    svc: Services,
+    name: str,
+    kind: ChannelType,
+    agent_ids: list[str],
+    member_ids: list[str],
+    by: Actor,
 ) -> Channel:
     agent_ids = _dedupe(agent_ids)
     member_ids = _dedupe([svc.owner_id, *member_ids])
@@ -105,6 +120,7 @@ async def create(
     async with svc.db.write() as tx:
         await _check_ids(tx, agent_ids, member_ids)
         await channels.create(tx.conn, channel)
+        await by.add(tx.conn, "channel.create", channel.id, _audited(channel))
         await tx.conn.run_sync(read_states.start_reading, channel.id, member_ids)
         tx.on_commit(lambda: tell_people(svc, None, channel))
     return channel
@@ -113,12 +129,14 @@ async def create(
 async def update(
     svc: Services,
     channel_id: str,
+    by: Actor,
     name: str | None = None,
     agent_ids: list[str] | None = None,
     member_ids: list[str] | None = None,
     add: bool = False,
 ) -> Channel:
-    """Rename or change members; with `add`, the ids given join the current members."""
+    """Rename or change members; with `add`, the ids given join the current members. The
+    audit log's `channel.update` holds the fields that changed, with their new values."""
     async with svc.db.write() as tx:
         channel = await channels.get(tx.conn, channel_id)
         if channel is None:
@@ -143,6 +161,10 @@ async def update(
             updated_at=utcnow(),
         )
         await channels.replace(tx.conn, updated)
+        old = _audited(channel)
+        changed = {k: v for k, v in _audited(updated).items() if old[k] != v}
+        if changed:
+            await by.add(tx.conn, "channel.update", channel_id, changed)
         joined = [m for m in new_members if m not in channel.member_ids]
         left = [m for m in channel.member_ids if m not in new_members]
         marker = await tx.conn.run_sync(read_states.start_reading, channel_id, joined)
@@ -152,7 +174,7 @@ async def update(
     return updated
 
 
-async def leave(svc: Services, user: User, channel_id: str) -> None:
+async def leave(svc: Services, user: User, channel_id: str, by: Actor) -> None:
     """A guest leaves a channel it is in; the owner reads every channel and cannot."""
     await visible(svc, user, channel_id)
     if user.is_owner:
@@ -165,11 +187,12 @@ async def leave(svc: Services, user: User, channel_id: str) -> None:
         updated = replace(channel, member_ids=members, updated_at=utcnow())
         await channels.replace(tx.conn, updated)
         await tx.conn.run_sync(read_states.stop_reading, channel_id, [user.id])
+        await by.add(tx.conn, "channel.leave", channel_id)
         tx.on_commit(lambda: tell_access_changed(svc, channel_id, members))
         tx.on_commit(lambda: tell_people(svc, channel, updated))
 
 
-async def delete(svc: Services, channel_id: str) -> None:
+async def delete(svc: Services, channel_id: str, by: Actor) -> None:
     """The owner deletes a channel with everything in it: its messages are erased as a deleted
     message is, an upload only they named is removed from disk, and every node stops the
     replies being written there."""
@@ -178,6 +201,7 @@ async def delete(svc: Services, channel_id: str) -> None:
         if channel is None:
             raise NotFound(f"No channel has the id '{channel_id}'.")
         orphans = await channels.delete_channel(tx.conn, channel_id)
+        await by.add(tx.conn, "channel.delete", channel_id, {"name": channel.name})
         tx.on_commit(lambda: tell_access_changed(svc, channel_id, []))
         tx.on_commit(
             lambda: svc.bus.publish(CONTROL, {"type": "channel_deleted", "channelId": channel_id})

@@ -19,6 +19,7 @@ from palaver.knowledge.documents import Document
 from palaver.knowledge.reindex import reindex_agent
 from palaver.knowledge.service import IngestResult, QueryResult
 from palaver.services import Services
+from palaver.store.audit import Actor
 
 log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
@@ -30,6 +31,7 @@ async def ingest(
     svc: Services,
     agent_id: str | None,
     upload: UploadedFile,
+    by: Actor,
     visibility: str | None = None,
     respond_async: bool = False,
 ) -> IngestResult:
@@ -58,7 +60,9 @@ async def ingest(
 
     async def run() -> IngestResult:
         try:
-            result = await svc.knowledge.ingest(agent_id, upload.filename, data, chosen, progress)
+            result = await svc.knowledge.ingest(
+                agent_id, upload.filename, data, chosen, progress, by
+            )
         except Exception:
             if "document" in seen:
                 await _publish(svc, seen["document"], 0, "failed")

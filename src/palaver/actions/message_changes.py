@@ -22,6 +22,7 @@ from palaver.mention_events import MENTIONS, tell_mentioned, with_mentions
 from palaver.message_events import changed, react_as
 from palaver.services import Services
 from palaver.store import message_changes, messages, read_states
+from palaver.store.audit import Actor
 from palaver.store.read_states import ReadState, mentioned_people
 from palaver.store.tables.base import utcnow
 
@@ -79,17 +80,27 @@ async def versions(svc: Services, user: User, message_id: str) -> list[dict[str,
     return await svc.db.read_unit(lambda conn: message_changes.versions(conn, message_id))
 
 
-async def delete(svc: Services, user: User, message_id: str) -> None:
+async def delete(svc: Services, user: User, message_id: str, by: Actor) -> None:
     """The author deletes their own message, the owner any; the text is erased (see
     `Database.erase_freed`), an upload only it named is removed from disk, and every node
-    stops the replies being written to it (on the control event, which this node hears too)."""
+    stops the replies being written to it (on the control event, which this node hears too).
+    The owner deleting someone else's message (an agent's reply included) is audited, in the
+    erasure's own unit: where it was and whose it was, never its text."""
     message, _ = await _readable(svc, user, message_id)
     if not (user.is_owner or _is_authors(user, message)):
         raise Forbidden("Only the author of a message, or the owner, may delete it.")
     now = utcnow()
-    erased, root, orphans, states = await svc.db.write_unit(
-        lambda conn: _erase(conn, message_id, now)
-    )
+    audited = None if _is_authors(user, message) else by
+
+    def write(conn: Connection) -> tuple[Message, Message | None, list[str], dict[str, ReadState]]:
+        erased = _erase(conn, message_id, now)
+        if audited is not None:
+            author = message.agent_id or message.user_id
+            changes = {"channelId": message.channel_id, "authorId": author}
+            audited.record(conn, "message.delete", message_id, changes)
+        return erased
+
+    erased, root, orphans, states = await svc.db.write_unit(write)
     await changed(svc, erased, deleted=True)
     if root is not None:
         await changed(svc, root)

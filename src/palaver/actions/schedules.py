@@ -17,6 +17,7 @@ from palaver.services import Services
 from palaver.store import agents as agents_store
 from palaver.store import channels as channels_store
 from palaver.store import schedules as store
+from palaver.store.audit import Actor, text_size
 from palaver.store.schedules import Run, Schedule
 from palaver.tools.base import ToolError
 from palaver.tools.schedule import (
@@ -66,6 +67,7 @@ async def create(
     prompt: str,
     cron: str | None,
     at: str | None,
+    by: Actor,
 ) -> dict[str, Any]:
     prompt = prompt.strip()
     if not prompt:
@@ -108,11 +110,19 @@ async def create(
             raise Conflict("The agent is not a member of that channel; add it first.")
         await _check_room(tx.conn, agent_id)
         await store.create(tx.conn, schedule)
+        changes = {
+            "agentId": agent_id,
+            "channelId": channel_id,
+            "schedule": schedule.cron,
+            "at": None if schedule.at is None else iso(schedule.at),
+            "prompt": text_size(prompt),
+        }
+        await by.add(tx.conn, "schedule.create", schedule.id, changes)
     await svc.scheduler.wake_everywhere()
     return described(schedule, None)
 
 
-async def set_active(svc: Services, schedule_id: str, active: bool) -> dict[str, Any]:
+async def set_active(svc: Services, schedule_id: str, active: bool, by: Actor) -> dict[str, Any]:
     """Pause keeps the due time; resume runs from the next due time after now (runs that fell
     in the pause are not caught up), and a one-shot whose time has passed cannot resume."""
     now = svc.scheduler.clock()
@@ -120,7 +130,7 @@ async def set_active(svc: Services, schedule_id: str, active: bool) -> dict[str,
         schedule = await store.get(tx.conn, schedule_id)
         if schedule is None:
             raise NotFound(f"No schedule has the id '{schedule_id}'.")
-        state = _state(schedule)
+        state, was_active = _state(schedule), schedule.active
         if state == "done":
             raise Conflict("This one-shot schedule has run already; create a new one.")
         if active and state == "paused":
@@ -132,11 +142,23 @@ async def set_active(svc: Services, schedule_id: str, active: bool) -> dict[str,
             schedule = replace(schedule, active=True, next_run_at=next_run_at)
         elif not active:
             schedule = replace(schedule, active=False)
+        if schedule.active != was_active:
+            await by.add(tx.conn, "schedule.update", schedule.id, {"active": schedule.active})
         await store.set_active(tx.conn, schedule.id, schedule.active, schedule.next_run_at)
         runs = await store.last_runs(tx.conn, [schedule.id])
     if active:
         await svc.scheduler.wake_everywhere()
     return described(schedule, runs.get(schedule.id))
+
+
+async def delete(svc: Services, schedule_id: str, by: Actor) -> None:
+    """Stops the schedule for good; a run already started finishes."""
+    async with svc.db.write() as tx:
+        found = await store.get(tx.conn, schedule_id)
+        if found is None or not await store.delete_schedule(tx.conn, schedule_id):
+            raise NotFound(f"No schedule has the id '{schedule_id}'.")
+        changes = {"agentId": found.agent_id, "channelId": found.channel_id}
+        await by.add(tx.conn, "schedule.delete", schedule_id, changes)
 
 
 async def _check_room(conn: AsyncConnection, agent_id: str) -> None:

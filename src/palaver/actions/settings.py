@@ -9,9 +9,13 @@ from pydantic import ValidationError
 from palaver.bus.base import CONTROL, EventBus
 from palaver.errors import Conflict, Invalid
 from palaver.knowledge.embed import make_embedder
-from palaver.settings import Settings, merge, model_problem, well_formed_model
+from palaver.settings import Settings, merge, model_problem, shown_changes, well_formed_model
 from palaver.store import settings_store
+from palaver.store.audit import CHANGED, Actor
 from palaver.store.db import Database
+
+_ENTRIES = {"providers": "provider", "mcpServers": "mcpServer"}
+"""Maps of the settings whose entries the audit log names one by one (`provider.create`...)."""
 
 
 class SettingsHolder:
@@ -27,7 +31,7 @@ class SettingsHolder:
             self.current = await settings_store.load(conn)
         return self.current
 
-    async def update(self, patch: dict[str, Any]) -> Settings:
+    async def update(self, patch: dict[str, Any], by: Actor) -> Settings:
         async with self._db.write() as tx:
             stored = await settings_store.load(tx.conn)
             try:
@@ -44,9 +48,31 @@ class SettingsHolder:
             except (Conflict, Invalid) as exc:
                 raise type(exc)(f"Invalid setting 'embedding': {exc.message}") from None
             await settings_store.save(tx.conn, updated)
+            for action, target, changes in audited(stored, updated):
+                await by.add(tx.conn, action, target, changes)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated
         return updated
+
+
+def audited(before: Settings, after: Settings) -> list[tuple[str, str, dict[str, Any]]]:
+    """The audit rows of a change of settings: one per provider and MCP server added, changed
+    or removed (`provider.create`, `mcpServer.delete`...), named by its id, and one
+    `settings.update` for the rest; each with what changed, secrets hidden. No row when
+    nothing changed."""
+    changes = shown_changes(before, after, CHANGED)
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    for field, resource in _ENTRIES.items():
+        had = getattr(before, field)
+        for name, change in changes.pop(field, {}).items():
+            if change is None:
+                rows.append((f"{resource}.delete", name, {}))
+            else:
+                verb = "update" if name in had else "create"
+                rows.append((f"{resource}.{verb}", name, change))
+    if changes:
+        rows.append(("settings.update", "settings", changes))
+    return rows
 
 
 def _describe(exc: ValidationError) -> str:

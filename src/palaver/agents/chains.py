@@ -32,6 +32,7 @@ from palaver.store import agents as agents_store
 from palaver.store import chains as chains_store
 from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
+from palaver.store.audit import Actor
 from palaver.store.chains import Chain, Step
 from palaver.store.db import Tx
 from palaver.store.tables.base import utcnow
@@ -57,21 +58,27 @@ class ChainCoordinator:
         self._track(f"single:{message.id}", task)
 
     async def start(
-        self, channel: Channel, trigger: Message, agent_ids: Sequence[str], source: str
+        self,
+        channel: Channel,
+        trigger: Message,
+        agent_ids: Sequence[str],
+        source: str,
+        by: Actor | None = None,
     ) -> Chain:
+        """`by`: the person who started it, for the audit log (a chain of mentions has none)."""
         limit = self.svc.settings.current.agents.maxChainSteps
         steps = [Step(i + 1, a, source) for i, a in enumerate(list(agent_ids)[:limit])]
-        chain = await self._create(channel, trigger, steps)
+        chain = await self._create(channel, trigger, steps, by=by)
         self._drive(chain.id)
         return chain
 
-    async def pause(self, chain_id: str) -> Chain:
-        return await self._request(chain_id, "pause")
+    async def pause(self, chain_id: str, by: Actor) -> Chain:
+        return await self._request(chain_id, "pause", by)
 
-    async def cancel(self, chain_id: str) -> Chain:
-        return await self._request(chain_id, "cancel")
+    async def cancel(self, chain_id: str, by: Actor) -> Chain:
+        return await self._request(chain_id, "cancel", by)
 
-    async def resume(self, chain_id: str) -> Chain:
+    async def resume(self, chain_id: str, by: Actor) -> Chain:
         async with self.svc.db.write() as tx:
             chain = await self._get(tx.conn, chain_id)
             if chain.status != "paused":
@@ -79,6 +86,7 @@ class ChainCoordinator:
             chain.status, chain.requested, chain.updated_at = "running", None, utcnow()
             chain.node_id = self.svc.node_id
             await chains_store.save(tx.conn, chain, settle_request=True)
+            await by.add(tx.conn, "chain.resume", chain.id, {"channelId": chain.channel_id})
         self._drive(chain.id)
         return chain
 
@@ -98,18 +106,21 @@ class ChainCoordinator:
         async with self.svc.db.write() as tx:
             await self.pause_lost(tx, chains_table.c.node_id == self.svc.node_id)
 
-    async def _request(self, chain_id: str, what: str) -> Chain:
+    async def _request(self, chain_id: str, what: str, by: Actor) -> Chain:
         async with self.svc.db.write() as tx:
             chain = await self._get(tx.conn, chain_id)
+            audited = {"channelId": chain.channel_id}
             if chain.status == "paused" and what == "cancel":
                 self._end(chain, "error", "cancelled")
                 await chains_store.save(tx.conn, chain, settle_request=True)
+                await by.add(tx.conn, "chain.cancel", chain.id, audited)
                 tx.on_commit(lambda: self._announce(chain))
                 return chain
             if chain.status != "running":
                 raise Conflict(f"The chain is {chain.status}; it cannot be {what}d now.")
             chain.requested = what
             await chains_store.request(tx.conn, chain.id, what)
+            await by.add(tx.conn, f"chain.{what}", chain.id, audited)
         return chain
 
     async def _get(self, conn: AsyncConnection, chain_id: str) -> Chain:
@@ -142,7 +153,12 @@ class ChainCoordinator:
         await self._run(chain.id)
 
     async def _create(
-        self, channel: Channel, trigger: Message, steps: list[Step], handoffs: int = 0
+        self,
+        channel: Channel,
+        trigger: Message,
+        steps: list[Step],
+        handoffs: int = 0,
+        by: Actor | None = None,
     ) -> Chain:
         now = utcnow()
         chain = Chain(
@@ -158,6 +174,9 @@ class ChainCoordinator:
         )
         async with self.svc.db.write() as tx:
             await chains_store.save(tx.conn, chain, new=True)
+            if by is not None:
+                changes = {"channelId": channel.id, "agentIds": [s.agent_id for s in steps]}
+                await by.add(tx.conn, "chain.create", chain.id, changes)
         return chain
 
     async def _run(self, chain_id: str) -> None:

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import guests, provider_test
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, check_encodable, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, OwnerActing, Svc, check_encodable, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 from palaver.errors import Invalid
@@ -82,12 +82,12 @@ async def get_settings(_: Owner, svc: Svc) -> dict[str, Any]:
         }
     },
 )
-async def put_settings(patch: dict[str, Any], _: Owner, svc: Svc) -> dict[str, Any]:
+async def put_settings(patch: dict[str, Any], by: OwnerActing, svc: Svc) -> dict[str, Any]:
     try:
         check_encodable(patch)
     except ValueError as exc:
         raise Invalid(f"Invalid settings: {exc}.") from None
-    return {"settings": masked(await svc.settings.update(patch))}
+    return {"settings": masked(await svc.settings.update(patch, by))}
 
 
 class TestProvider(Body):
@@ -125,12 +125,12 @@ async def list_guests(_: Owner, svc: Svc) -> dict[str, Any]:
     "/guests",
     responses={**errors(403), **ok(schemas.NewGuest, "The guest and its key, shown once")},
 )
-async def create_guest(body: CreateGuest, _: Owner, svc: Svc) -> dict[str, Any]:
-    guest, key = await guests.create(svc, body.name)
+async def create_guest(body: CreateGuest, by: OwnerActing, svc: Svc) -> dict[str, Any]:
+    guest, key = await guests.create(svc, body.name, by)
     return {"user": guest.as_json(), "key": key}
 
 
 @router.delete("/guests/{guest_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
-async def delete_guest(guest_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
-    await guests.delete(svc, guest_id)
+async def delete_guest(guest_id: str, by: OwnerActing, svc: Svc) -> dict[str, bool]:
+    await guests.delete(svc, guest_id, by)
     return {"ok": True}

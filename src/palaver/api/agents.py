@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import agents
 from palaver.api import schemas
-from palaver.api.deps import Body, Caller, Owner, Svc, errors, pattern
+from palaver.api.deps import Body, Caller, OwnerActing, Svc, errors, pattern
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 from palaver.domain import BUILTIN_TOOLS
@@ -83,8 +83,8 @@ async def get_agent(agent_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
 
 
 @router.post("", responses={**errors(403, 409), **ok(schemas.AgentAnswer, "The new agent")})
-async def create_agent(body: CreateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
-    agent = await agents.create(svc, body.model_dump(exclude_none=True))
+async def create_agent(body: CreateAgent, by: OwnerActing, svc: Svc) -> dict[str, Any]:
+    agent = await agents.create(svc, body.model_dump(exclude_none=True), by)
     return {"agent": agent.as_json()}
 
 
@@ -92,12 +92,14 @@ async def create_agent(body: CreateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
     "/{agent_id}",
     responses={**errors(403, 404, 409), **ok(schemas.AgentAnswer, "The changed agent")},
 )
-async def update_agent(agent_id: str, body: UpdateAgent, _: Owner, svc: Svc) -> dict[str, Any]:
-    agent = await agents.update(svc, agent_id, body.model_dump(exclude_none=True))
+async def update_agent(
+    agent_id: str, body: UpdateAgent, by: OwnerActing, svc: Svc
+) -> dict[str, Any]:
+    agent = await agents.update(svc, agent_id, body.model_dump(exclude_none=True), by)
     return {"agent": agent.as_json()}
 
 
 @router.delete("/{agent_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
-async def delete_agent(agent_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
-    await agents.delete(svc, agent_id)
+async def delete_agent(agent_id: str, by: OwnerActing, svc: Svc) -> dict[str, bool]:
+    await agents.delete(svc, agent_id, by)
     return {"ok": True}

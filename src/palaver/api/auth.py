@@ -9,16 +9,17 @@ from palaver.actions import auth
 from palaver.api import schemas
 from palaver.api.deps import (
     SESSION_COOKIE,
+    Acting,
     Body,
     Caller,
     Svc,
+    actor,
     errors,
     is_https,
     set_session_cookie,
 )
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
-from palaver.services import Services
 
 router = APIRouter(prefix="/api", tags=["auth"], route_class=StrictJsonRoute)
 
@@ -27,32 +28,20 @@ class LoginBody(Body):
     password: str = Field(min_length=1, description="The owner key or a guest's key.")
 
 
-def _client(request: Request, svc: Services) -> str:
-    """The address login throttling counts against.
-
-    Behind a trusted proxy it is the last `X-Forwarded-For` entry, the one that proxy added:
-    the entries before it come from the client and could be anything.
-    """
-    if svc.config.trust_proxy:
-        forwarded = request.headers.get("x-forwarded-for", "")
-        last = forwarded.rsplit(",", 1)[-1].strip()
-        if last:
-            return last
-    return request.client.host if request.client else "unknown"
-
-
 @router.post(
     "/login", responses={**errors(429), **ok(schemas.Ok, "Logged in; the session cookie is set")}
 )
 async def login(body: LoginBody, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
-    token = await auth.login(svc, body.password, _client(request, svc))
+    token = await auth.login(svc, body.password, actor(None, request, svc))
     set_session_cookie(response, request, svc, token)
     return {"ok": True}
 
 
 @router.post("/logout", responses={**errors(), **ok(schemas.Ok, "Logged out")})
-async def logout(caller: Caller, request: Request, response: Response, svc: Svc) -> dict[str, bool]:
-    await auth.logout(svc, caller)
+async def logout(
+    caller: Caller, by: Acting, request: Request, response: Response, svc: Svc
+) -> dict[str, bool]:
+    await auth.logout(svc, caller, by)
     response.delete_cookie(
         SESSION_COOKIE,
         path="/",

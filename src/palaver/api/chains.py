@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import chains
 from palaver.api import schemas
-from palaver.api.deps import Body, Caller, Svc, errors
+from palaver.api.deps import Acting, Body, Caller, Svc, errors
 from palaver.api.messages import CONTENT_SCHEMA
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
@@ -27,8 +27,8 @@ class StartChain(Body):
 
 
 @router.post("", responses={**errors(404, 429), **ok(schemas.ChainAnswer, "The chain started")})
-async def start_chain(body: StartChain, caller: Caller, svc: Svc) -> dict[str, Any]:
-    chain = await chains.start(svc, caller.user, body.channelId, body.agentIds, body.content)
+async def start_chain(body: StartChain, caller: Caller, by: Acting, svc: Svc) -> dict[str, Any]:
+    chain = await chains.start(svc, caller.user, body.channelId, body.agentIds, body.content, by)
     return {"chain": chain.as_json()}
 
 
@@ -50,6 +50,10 @@ async def get_chain(chain_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
     responses={**errors(404, 409), **ok(schemas.ChainAnswer, "The chain after the action")},
 )
 async def steer_chain(
-    chain_id: str, action: Literal["pause", "resume", "cancel"], caller: Caller, svc: Svc
+    chain_id: str,
+    action: Literal["pause", "resume", "cancel"],
+    caller: Caller,
+    by: Acting,
+    svc: Svc,
 ) -> dict[str, Any]:
-    return {"chain": (await chains.steer(svc, caller.user, chain_id, action)).as_json()}
+    return {"chain": (await chains.steer(svc, caller.user, chain_id, action, by)).as_json()}

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 
 from palaver.actions import channels, reading
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Caller, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Acting, Body, Caller, OwnerActing, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 
@@ -94,8 +94,8 @@ async def get_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, An
 
 
 @router.post("", responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The new channel")})
-async def create_channel(body: CreateChannel, _: Owner, svc: Svc) -> dict[str, Any]:
-    channel = await channels.create(svc, body.name, body.type, body.agentIds, body.memberIds)
+async def create_channel(body: CreateChannel, by: OwnerActing, svc: Svc) -> dict[str, Any]:
+    channel = await channels.create(svc, body.name, body.type, body.agentIds, body.memberIds, by)
     return {"channel": channel.as_json()}
 
 
@@ -104,9 +104,9 @@ async def create_channel(body: CreateChannel, _: Owner, svc: Svc) -> dict[str, A
     responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The changed channel")},
 )
 async def update_channel(
-    channel_id: str, body: UpdateChannel, _: Owner, svc: Svc
+    channel_id: str, body: UpdateChannel, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
-    channel = await channels.update(svc, channel_id, body.name, body.agentIds, body.memberIds)
+    channel = await channels.update(svc, channel_id, by, body.name, body.agentIds, body.memberIds)
     return {"channel": channel.as_json()}
 
 
@@ -114,9 +114,11 @@ async def update_channel(
     "/{channel_id}/members",
     responses={**errors(403, 404), **ok(schemas.ChannelAnswer, "The channel with its members")},
 )
-async def add_members(channel_id: str, body: AddMembers, _: Owner, svc: Svc) -> dict[str, Any]:
+async def add_members(
+    channel_id: str, body: AddMembers, by: OwnerActing, svc: Svc
+) -> dict[str, Any]:
     channel = await channels.update(
-        svc, channel_id, agent_ids=body.agentIds, member_ids=body.userIds, add=True
+        svc, channel_id, by, agent_ids=body.agentIds, member_ids=body.userIds, add=True
     )
     return {"channel": channel.as_json()}
 
@@ -136,9 +138,9 @@ async def mark_read(channel_id: str, body: MarkRead, caller: Caller, svc: Svc) -
     "/{channel_id}/leave",
     responses={**errors(403, 404), **ok(schemas.Ok, "The caller left the channel")},
 )
-async def leave_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, Any]:
+async def leave_channel(channel_id: str, caller: Caller, by: Acting, svc: Svc) -> dict[str, Any]:
     """A guest leaves a channel it is in (403 for the owner, who reads every channel)."""
-    await channels.leave(svc, caller.user, channel_id)
+    await channels.leave(svc, caller.user, channel_id, by)
     return {"ok": True}
 
 
@@ -146,8 +148,8 @@ async def leave_channel(channel_id: str, caller: Caller, svc: Svc) -> dict[str, 
     "/{channel_id}",
     responses={**errors(403, 404), **ok(schemas.Ok, "The channel is gone")},
 )
-async def delete_channel(channel_id: str, _: Owner, svc: Svc) -> dict[str, Any]:
+async def delete_channel(channel_id: str, by: OwnerActing, svc: Svc) -> dict[str, Any]:
     """The channel goes with its messages, threads, files only it carried, chains, schedules
     and read states; its people hear `channel_removed`."""
-    await channels.delete(svc, channel_id)
+    await channels.delete(svc, channel_id, by)
     return {"ok": True}

@@ -12,6 +12,7 @@ from palaver.actions.auth import Principal
 from palaver.errors import Forbidden
 from palaver.services import Services
 from palaver.settings import whole_numbers
+from palaver.store.audit import Actor
 
 SESSION_COOKIE = "session"
 
@@ -62,6 +63,38 @@ async def owner(caller: Caller) -> Principal:
 
 
 Owner = Annotated[Principal, Depends(owner)]
+
+
+def client_address(request: Request, svc: Services) -> str | None:
+    """The client's address, as login throttling counts it and the audit log records it.
+
+    Behind a trusted proxy it is the last `X-Forwarded-For` entry, the one that proxy added:
+    the entries before it come from the client and could be anything.
+    """
+    if svc.config.trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for", "")
+        last = forwarded.rsplit(",", 1)[-1].strip()
+        if last:
+            return last
+    return request.client.host if request.client else None
+
+
+def actor(user_id: str | None, request: Request, svc: Services) -> Actor:
+    return Actor(user_id, client_address(request, svc), svc.node_id)
+
+
+async def acting(caller: Caller, request: Request, svc: Svc) -> Actor:
+    """The caller as the audit log names them, for an action anyone may take."""
+    return actor(caller.user.id, request, svc)
+
+
+async def owner_acting(caller: Owner, request: Request, svc: Svc) -> Actor:
+    """The owner as the audit log names them; 403 for anyone else."""
+    return actor(caller.user.id, request, svc)
+
+
+Acting = Annotated[Actor, Depends(acting)]
+OwnerActing = Annotated[Actor, Depends(owner_acting)]
 
 
 class Body(BaseModel):

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, OwnerActing, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import MemoryType, ok
 from palaver.errors import NotFound
@@ -64,7 +64,7 @@ async def list_memories(
 @router.post(
     "", responses={**errors(403, 404, 502), **ok(schemas.MemoryWritten, "What the write did")}
 )
-async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> dict[str, Any]:
+async def write_memory(agent_id: str, body: NewMemory, by: OwnerActing, svc: Svc) -> dict[str, Any]:
     """The same rule as the `memory_write` tool: skipped, updated or inserted."""
     async with svc.db.read() as conn:
         # Checked before the content is embedded: the model may not be loaded yet.
@@ -74,7 +74,7 @@ async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> di
             raise NotFound(f"No channel has the id '{body.channelId}'.")
     scope = None if body.channelId is None else await privacy_scope(svc.db, body.channelId)
     result = await svc.memories.write(
-        agent_id, body.content, body.type, channel_id=body.channelId, only_channel=scope
+        agent_id, body.content, body.type, channel_id=body.channelId, only_channel=scope, by=by
     )
     return result.as_json()
 
@@ -84,15 +84,19 @@ async def write_memory(agent_id: str, body: NewMemory, _: Owner, svc: Svc) -> di
     responses={**errors(403, 404, 502), **ok(schemas.MemoryAnswer, "The changed memory")},
 )
 async def update_memory(
-    agent_id: str, memory_id: str, body: MemoryChange, _: Owner, svc: Svc
+    agent_id: str, memory_id: str, body: MemoryChange, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
-    memory = await svc.memories.update(agent_id, memory_id, content=body.content, type=body.type)
+    memory = await svc.memories.update(
+        agent_id, memory_id, content=body.content, type=body.type, by=by
+    )
     return {"memory": memory.as_json()}
 
 
 @router.delete("/{memory_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
-async def delete_memory(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
-    await svc.memories.delete(agent_id, memory_id)
+async def delete_memory(
+    agent_id: str, memory_id: str, by: OwnerActing, svc: Svc
+) -> dict[str, bool]:
+    await svc.memories.delete(agent_id, memory_id, by)
     return {"ok": True}
 
 
@@ -110,7 +114,7 @@ async def memory_versions(agent_id: str, memory_id: str, _: Owner, svc: Svc) -> 
     responses={**errors(403, 404, 502), **ok(schemas.MemoryAnswer, "The memory as restored")},
 )
 async def restore_memory(
-    agent_id: str, memory_id: str, body: Restore, _: Owner, svc: Svc
+    agent_id: str, memory_id: str, body: Restore, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
-    memory = await svc.memories.restore(agent_id, memory_id, body.version)
+    memory = await svc.memories.restore(agent_id, memory_id, body.version, by)
     return {"memory": memory.as_json()}

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import message_changes, messages
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Caller, Svc, errors
+from palaver.api.deps import NOT_BLANK, Acting, Body, Caller, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 from palaver.domain import iso
@@ -125,9 +125,9 @@ async def edit_message(
 @router.delete(
     "/{message_id}", responses={**errors(403, 404), **ok(schemas.Ok, "The message is erased")}
 )
-async def delete_message(message_id: str, caller: Caller, svc: Svc) -> dict[str, bool]:
+async def delete_message(message_id: str, caller: Caller, by: Acting, svc: Svc) -> dict[str, bool]:
     """The author their own message, the owner any message."""
-    await message_changes.delete(svc, caller.user, message_id)
+    await message_changes.delete(svc, caller.user, message_id, by)
     return {"ok": True}
 
 

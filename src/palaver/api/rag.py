@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import knowledge
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, OwnerActing, Svc, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
@@ -57,7 +57,7 @@ class RagQuery(Body):
     },
 )
 async def upload_document(
-    request: Request, response: Response, _: Owner, svc: Svc
+    request: Request, response: Response, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
     """PDF, Markdown or plain text, told apart by content; the same file twice is kept once.
     `visibility` is `owner` (the default) or `members` (channels with guests may use it).
@@ -69,7 +69,7 @@ async def upload_document(
     )
     respond_async = _prefers_async(request.headers.getlist("prefer"))
     result = await knowledge.ingest(
-        svc, fields.get("agentId"), received, fields.get("visibility"), respond_async
+        svc, fields.get("agentId"), received, by, fields.get("visibility"), respond_async
     )
     if respond_async and result.document.status == "indexing":
         response.headers["Preference-Applied"] = "respond-async"
@@ -111,18 +111,18 @@ async def list_documents(
     responses={**errors(403, 404), **ok(schemas.DocumentAnswer, "The changed document")},
 )
 async def update_document(
-    document_id: str, body: DocumentChange, _: Owner, svc: Svc
+    document_id: str, body: DocumentChange, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
     """Share a document with channels that have guests (`members`), or take it back."""
-    document = await svc.knowledge.set_visibility(document_id, body.visibility)
+    document = await svc.knowledge.set_visibility(document_id, body.visibility, by)
     return {"document": document.as_json()}
 
 
 @router.delete(
     "/rag/documents/{document_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")}
 )
-async def delete_document(document_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
-    await svc.knowledge.delete_document(document_id)
+async def delete_document(document_id: str, by: OwnerActing, svc: Svc) -> dict[str, bool]:
+    await svc.knowledge.delete_document(document_id, by)
     return {"ok": True}
 
 

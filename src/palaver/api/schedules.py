@@ -11,11 +11,10 @@ from pydantic import ConfigDict, Field
 
 from palaver.actions import schedules
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Body, Owner, Svc, errors
+from palaver.api.deps import NOT_BLANK, Body, Owner, OwnerActing, Svc, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
-from palaver.errors import Invalid, NotFound
-from palaver.store import schedules as store
+from palaver.errors import Invalid
 from palaver.tools.schedule import MAX_PROMPT_CHARS
 
 
@@ -90,7 +89,9 @@ async def list_schedules(
 @router.post(
     "", responses={**errors(403, 404, 409), **ok(schemas.ScheduleAnswer, "The new schedule")}
 )
-async def create_schedule(body: CreateSchedule, owner: Owner, svc: Svc) -> dict[str, Any]:
+async def create_schedule(
+    body: CreateSchedule, owner: Owner, by: OwnerActing, svc: Svc
+) -> dict[str, Any]:
     """The owner's own schedule for an agent in a channel the agent is a member of; it counts
     against the agent's limit of active schedules (409 when full). A time already past is 409,
     as is any request at odds with the clock."""
@@ -104,7 +105,7 @@ async def create_schedule(body: CreateSchedule, owner: Owner, svc: Svc) -> dict[
             f"'{body.at}' is not an ISO 8601 time with its offset, such as '2030-01-31T09:00:00Z'."
         )
     schedule = await schedules.create(
-        svc, owner.user, body.agentId, body.channelId, body.prompt, body.schedule, body.at
+        svc, owner.user, body.agentId, body.channelId, body.prompt, body.schedule, body.at, by
     )
     return {"schedule": schedule}
 
@@ -114,17 +115,15 @@ async def create_schedule(body: CreateSchedule, owner: Owner, svc: Svc) -> dict[
     responses={**errors(403, 404, 409), **ok(schemas.ScheduleAnswer, "The changed schedule")},
 )
 async def update_schedule(
-    schedule_id: str, body: UpdateSchedule, _: Owner, svc: Svc
+    schedule_id: str, body: UpdateSchedule, by: OwnerActing, svc: Svc
 ) -> dict[str, Any]:
     """Pause or resume; a one-shot that has run, or whose time passed while paused, answers
     409."""
-    return {"schedule": await schedules.set_active(svc, schedule_id, body.active)}
+    return {"schedule": await schedules.set_active(svc, schedule_id, body.active, by)}
 
 
 @router.delete("/{schedule_id}", responses={**errors(403, 404), **ok(schemas.Ok, "Removed")})
-async def delete_schedule(schedule_id: str, _: Owner, svc: Svc) -> dict[str, bool]:
+async def delete_schedule(schedule_id: str, by: OwnerActing, svc: Svc) -> dict[str, bool]:
     """Stops the schedule for good; a run already started finishes."""
-    async with svc.db.write() as tx:
-        if not await store.delete_schedule(tx.conn, schedule_id):
-            raise NotFound(f"No schedule has the id '{schedule_id}'.")
+    await schedules.delete(svc, schedule_id, by)
     return {"ok": True}

@@ -432,3 +432,26 @@ class ToolList(Shape):
 
 class Uploaded(Shape):
     url: str
+
+
+class AuditEntry(Shape):
+    id: str
+    """`audit_` and a time-ordered id: newer entries have greater ids."""
+    at: str
+    actorId: str | None
+    """The person who acted; null for a failed login."""
+    action: str
+    """`resource.verb`, such as `agent.update` or `login.failed` (docs/SPEC.md, section 14)."""
+    target: str | None
+    """The id (or, for a provider or an MCP server, the name) of what was acted on."""
+    changes: dict[str, Any]
+    """The fields that changed, with their new values; a secret as `"(changed)"`, a text
+    such as SOUL.md as `{"length": n}`."""
+    node: str
+    """The node that did it."""
+    address: str | None
+    """The client's address (behind a trusted proxy, the one it reported)."""
+
+
+class AuditLog(Shape):
+    entries: list[AuditEntry]

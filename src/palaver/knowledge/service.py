@@ -33,6 +33,7 @@ from palaver.knowledge.index.base import Entry, SearchIndex, Space
 from palaver.knowledge.parse import ParsedDocument, UnreadableDocument, parse_document
 from palaver.knowledge.rerank import RERANK_DEPTH, Reranker
 from palaver.llm.base import ProviderError
+from palaver.store.audit import Actor
 from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 
@@ -152,6 +153,7 @@ class KnowledgeBase:
         data: bytes,
         visibility: str = "owner",
         progress: IngestProgress | None = None,
+        by: Actor | None = None,
     ) -> IngestResult:
         """Parse, chunk, embed and index a document. Raises NotFound for an unknown agent,
         UnsupportedDocument (415) or UnreadableDocument (400) for a bad file. A duplicate keeps
@@ -161,7 +163,8 @@ class KnowledgeBase:
         `progress(document, done)` is awaited then (done 0) and once its chunks are stored.
         Embedding and storing go through the batch queue, so that concurrent uploads share the
         model's batches and one transaction. A failure leaves the record `failed` with the
-        reason, and no chunk of it."""
+        reason, and no chunk of it. `by`: the person uploading, whose `document.create` goes
+        in the audit log with the record (a duplicate writes nothing)."""
         _check_visibility(visibility)
         name = document_name(filename)
         digest = await anyio.to_thread.run_sync(_sha256, data)
@@ -196,6 +199,8 @@ class KnowledgeBase:
             if existing is not None:
                 await repo.delete_document(tx.conn, existing.id)
             await repo.insert_record(tx.conn, document, self._node_id)
+            if by is not None:
+                await by.add(tx.conn, "document.create", document.id, _audited(document))
         try:
             if progress is not None:
                 await progress(document, 0)
@@ -260,8 +265,11 @@ class KnowledgeBase:
             raise NotFound(f"There is no document '{document_id}'.")
         return found
 
-    async def set_visibility(self, document_id: str, visibility: str) -> Document:
-        """Share a document with channels that have guests (`members`), or take it back."""
+    async def set_visibility(
+        self, document_id: str, visibility: str, by: Actor | None = None
+    ) -> Document:
+        """Share a document with channels that have guests (`members`), or take it back; a
+        change is audited (`document.update`) when `by` is given."""
         _check_visibility(visibility)
         async with self._db.write() as tx:
             found = await repo.get(tx.conn, document_id)
@@ -271,10 +279,14 @@ class KnowledgeBase:
                 await repo.set_visibility(tx.conn, document_id, visibility)
                 ids = await repo.chunk_ids(tx.conn, document_id)
                 await self._index.relabel(tx, found.agent_id, "chunk", ids, visibility)
+                if by is not None:
+                    changes = {"visibility": visibility}
+                    await by.add(tx.conn, "document.update", document_id, changes)
         return replace(found, visibility=visibility)
 
-    async def delete_document(self, document_id: str) -> Document:
-        """Removes the document with its chunks, their text index and their vectors."""
+    async def delete_document(self, document_id: str, by: Actor | None = None) -> Document:
+        """Removes the document with its chunks, their text index and their vectors; audited
+        (`document.delete`) when `by` is given."""
         async with self._db.write() as tx:
             found = await repo.get(tx.conn, document_id)
             if found is None:
@@ -282,6 +294,9 @@ class KnowledgeBase:
             ids = await repo.chunk_ids(tx.conn, document_id)
             await self._index.delete(tx, found.agent_id, "chunk", ids)
             await repo.delete_document(tx.conn, document_id)
+            if by is not None:
+                changes = {"agentId": found.agent_id, "name": found.name}
+                await by.add(tx.conn, "document.delete", document_id, changes)
         return found
 
     async def query(
@@ -407,6 +422,17 @@ def _reason(error: Exception) -> str:
     if isinstance(error, (DomainError, ProviderError)):
         return f"Indexing failed: {error}"
     return "Indexing failed on the server; try again."
+
+
+def _audited(document: Document) -> dict[str, Any]:
+    """What the audit log keeps of a new document: its name and size, never its text."""
+    return {
+        "agentId": document.agent_id,
+        "name": document.name,
+        "kind": document.kind,
+        "bytes": document.bytes,
+        "visibility": document.visibility,
+    }
 
 
 def _check_visibility(visibility: str) -> None:

@@ -1,6 +1,25 @@
 """Table definitions, one module per area; all share `metadata` from base."""
 
-from palaver.store.tables import chains, core, knowledge, reading, schedules, uploads, usage
+from palaver.store.tables import (
+    audit,
+    chains,
+    core,
+    knowledge,
+    reading,
+    schedules,
+    uploads,
+    usage,
+)
 from palaver.store.tables.base import metadata
 
-__all__ = ["chains", "core", "knowledge", "metadata", "reading", "schedules", "uploads", "usage"]
+__all__ = [
+    "audit",
+    "chains",
+    "core",
+    "knowledge",
+    "metadata",
+    "reading",
+    "schedules",
+    "uploads",
+    "usage",
+]
