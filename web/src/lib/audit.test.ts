@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actionFilter, changeLines, MOST_LINES } from "./audit";
+import { actionFilter, changeLines, MOST_LINES, nodeTail } from "./audit";
 
 describe("changeLines", () => {
   it("says nothing for no changes", () => {
@@ -21,12 +21,13 @@ describe("changeLines", () => {
     expect(changeLines({ model: { old: null, new: "fake/x" } })).toEqual(["model: none → fake/x"]);
   });
 
-  it("writes other values short, a changed flag as the field's name", () => {
+  it("writes other values short, an empty text as such", () => {
     const long = "x".repeat(200);
-    expect(changeLines({ soul: true, tools: ["a", "b"], note: long })).toEqual([
-      "soul",
-      'tools: ["a","b"]',
+    expect(changeLines({ soul: true, tools: ["a", "b"], note: long, description: "" })).toEqual([
+      "soul: true",
+      "tools: a, b",
       `note: ${"x".repeat(79)}…`,
+      "description: (empty)",
     ]);
     expect(changeLines("providers.openai")).toEqual(["providers.openai"]);
   });
@@ -56,6 +57,20 @@ describe("changeLines", () => {
   });
 });
 
+describe("changeLines with names", () => {
+  it("writes the ids the page knows as names, in values and lists", () => {
+    const names: Record<string, string> = { user_1: "Maya", agent_1: "Researcher" };
+    const name = (id: string) => names[id] ?? null;
+    expect(
+      changeLines({ memberIds: ["user_1", "user_9"], agentId: "agent_1", agentIds: [], n: { from: "user_1", to: null } }, name),
+    ).toEqual(["memberIds: Maya, user_9", "agentId: Researcher", "agentIds: none", "n: Maya → none"]);
+    expect(changeLines({ budgets: { agents: { agent_1: { monthlyTokens: 5 }, agent_2: null } } }, name)).toEqual([
+      "budgets.agents.Researcher.monthlyTokens: 5",
+      "budgets.agents.agent_2: none",
+    ]);
+  });
+});
+
 describe("actionFilter", () => {
   it.each([
     ["", ""],
@@ -69,5 +84,12 @@ describe("actionFilter", () => {
     ["a1", null],
   ])("%j filters as %j", (typed, want) => {
     expect(actionFilter(typed)).toBe(want);
+  });
+});
+
+describe("nodeTail", () => {
+  it("keeps the end of a long node id, which tells nodes apart", () => {
+    expect(nodeTail("node_01M8BG33JF7WZK4W2Z2VECDH4Q")).toBe("…ECDH4Q");
+    expect(nodeTail("node-a")).toBe("node-a");
   });
 });
