@@ -179,7 +179,10 @@ def test_the_owner_is_warned_at_80_percent_and_again_when_a_budget_is_spent(
     expect(warning).to_contain_text(
         f"85% of the monthly token budget of the agent {bot['name']} is used (850 of 1,000 tokens)."
     )
-    expect(page.get_by_role("status").filter(has=warning)).to_have_count(1)
+    expect(page.get_by_test_id("announcer")).to_have_text(
+        f"Budget warning: 85% of the monthly token budget of the agent {bot['name']} is used"
+        " (850 of 1,000 tokens)."
+    )
     page.get_by_role("button", name="Dismiss the budget warning").click()
     expect(warning).to_have_count(0)
 
