@@ -303,8 +303,18 @@ def _backfill(server: Server, rows: list[tuple[str, str, str, str, str, int, int
 
 
 def test_the_usage_screen_is_accessible_and_pictured(
-    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI, shoot: Shot
+    browse: Browse,
+    fresh_server: Server,
+    fake_model: FakeOpenAI,
+    searxng: FakeSearchServer,
+    shoot: Shot,
 ) -> None:
+    """On a server of its own, so the pictures hold this scene only."""
+    usage_server = fresh_server
+    usage_server.start()
+    owner = usage_server.login()
+    configure(owner, fake_model, searxng)
+    owner.ok("PUT", "/api/settings", json={"prices": {PRICED: PRICE}})
     researcher = agent(owner, name="Researcher", avatar="🔎")
     writer = agent(owner, name="Writer", avatar="✍️", model="fake/gpt-mini")
     with Guest(usage_server, owner, name="Maya") as maya:
@@ -418,3 +428,4 @@ def test_the_usage_screen_is_accessible_and_pictured(
         page.set_viewport_size(PHONE)
         page.wait_for_timeout(150)
         shoot(page, "budget-warning-phone-light")
+    owner.close()
