@@ -9,7 +9,7 @@ from tests.support import Api, Guest, Server, unique
 from tests.web.conftest import Browse, Shot, log_in
 from tests.web.test_accessibility import serious
 
-SECTIONS = ("Agents", "Schedules", "Settings", "Guests")
+SECTIONS = ("Agents", "Schedules", "Settings", "Guests", "Usage", "Audit log")
 PHONE_390 = {"width": 390, "height": 844}
 
 
@@ -35,7 +35,14 @@ def test_guest_typing_an_admin_address_gets_nothing(
         page = browse.page()
         log_in(page, guest.key)
         expect(page.get_by_role("link", name="Agents & settings")).to_have_count(0)
-        for path in ("/admin/agents", "/admin/agents/new", "/admin/settings", "/admin/guests"):
+        for path in (
+            "/admin/agents",
+            "/admin/agents/new",
+            "/admin/settings",
+            "/admin/guests",
+            "/admin/usage",
+            "/admin/audit",
+        ):
             page.goto(path)
             expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()
             expect(page.get_by_role("navigation", name="Administration")).to_have_count(0)

@@ -22,6 +22,8 @@ const patterns: [string, string][] = [
   ["adminSchedules", "/admin/schedules"],
   ["adminSettings", "/admin/settings"],
   ["adminGuests", "/admin/guests"],
+  ["adminUsage", "/admin/usage"],
+  ["adminAudit", "/admin/audit"],
 ];
 
 /** The owner's screens: for a guest these routes do not exist (the page shows its 404). */

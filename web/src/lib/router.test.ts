@@ -8,6 +8,8 @@ describe("router", () => {
     expect(match("/admin/agents/new")).toEqual({ name: "adminAgentNew", params: {} });
     expect(match("/admin/agents/agent_1/memories").name).toBe("adminMemories");
     expect(match("/")).toEqual({ name: "home", params: {} });
+    expect(match("/admin/usage")).toEqual({ name: "adminUsage", params: {} });
+    expect(match("/admin/audit")).toEqual({ name: "adminAudit", params: {} });
   });
 
   it("matches a thread under its channel", () => {

@@ -4,6 +4,7 @@
  * stored secret, so forms send what they were given unless the owner typed a new one.
  */
 import { request } from "./api";
+import type { Budgets, BudgetsPatch } from "./budgets";
 import type { Channel, User } from "./types";
 
 /** What a secret's masked form starts with. */
@@ -76,6 +77,15 @@ export interface Settings {
   mcpServers: Record<string, McpServerConfig>;
   limits: Limits;
   sessionIdleDays: number;
+  /** Per model as agents name it, per million tokens (docs/SPEC.md section 13). */
+  prices: Record<string, Price>;
+  budgets: Budgets;
+}
+
+export interface Price {
+  input: number;
+  output: number;
+  cachedInput?: number | null;
 }
 
 /** A name-to-value map as a patch: an entry set to null is removed, one left out is kept. */
@@ -93,6 +103,7 @@ export type SettingsPatch = {
   webSearch?: Settings["webSearch"];
   limits?: Partial<Limits>;
   sessionIdleDays?: number;
+  budgets?: BudgetsPatch;
 };
 
 /** What turns the saved map `before` into `after`: every entry of `after`, and null for each

@@ -1,0 +1,431 @@
+"""The usage screen (issue 24): real agent replies through the fake model fill the ledger; the
+screen shows them by agent, person and model with names, notes the calls without a price,
+downloads the table shown as CSV, sets and removes budgets; the owner is warned in the page at
+80% of a budget and again when it is spent; a guest sees none of it. axe finds no serious
+violation, and the screenshots in docs/screenshots are taken from it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import text
+from tests.fakes.search_servers import FakeSearchServer
+from tests.support import Api, Guest, Server, post, sql, unique, wait_until
+from tests.web.conftest import DESKTOP, PHONE, Browse, Shot, agent, channel, configure, log_in
+from tests.web.test_accessibility import serious
+
+PRICED = "fake/gpt-test"
+PRICE = {"input": 3.0, "output": 15.0}
+
+
+@pytest.fixture(scope="module")
+def usage_server(
+    tmp_path_factory: pytest.TempPathFactory, fake_model: FakeOpenAI, searxng: FakeSearchServer
+) -> Iterator[Server]:
+    """A server of this module's own: its ledger and budgets are what these tests make."""
+    srv = Server(tmp_path_factory.mktemp("usage"))
+    srv.start()
+    with srv.login() as owner:
+        configure(owner, fake_model, searxng)
+        owner.ok("PUT", "/api/settings", json={"prices": {PRICED: PRICE}})
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def owner(usage_server: Server) -> Iterator[Api]:
+    """The owner's API; the budgets a test set go when it ends."""
+    api = usage_server.login()
+    yield api
+    budgets = api.ok("GET", "/api/settings")["settings"]["budgets"]
+    patch = {
+        "agents": {a: None for a in budgets["agents"]},
+        "guests": {g: None for g in budgets["guests"]},
+        "total": None,
+    }
+    api.ok("PUT", "/api/settings", json={"budgets": patch})
+    api.close()
+
+
+def calls_of(owner: Api, agent_id: str) -> int:
+    rows = owner.ok("GET", "/api/usage", params={"groupBy": "agent"})["rows"]
+    return next((r["calls"] for r in rows if r["key"] == agent_id), 0)
+
+
+def reply(
+    fake: FakeOpenAI,
+    owner: Api,
+    by: Api,
+    room: dict[str, Any],
+    bot: dict[str, Any],
+    usage: tuple[int, int],
+) -> None:
+    """One mention of `bot` by `by`, answered with these token counts, in the ledger."""
+    before = calls_of(owner, bot["id"])
+    fake.enqueue(text("Noted.", usage=usage))
+    post(by, room["id"], f"@{bot['name']} go")
+    wait_until(
+        lambda: calls_of(owner, bot["id"]) > before, timeout=30, what="the reply's ledger row"
+    )
+
+
+def test_breakdowns_name_agents_people_and_models_and_the_csv_holds_the_table(
+    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI, tmp_path: Path
+) -> None:
+    scout = agent(owner, name=unique("Scout"), avatar="🔭")
+    cheap = agent(owner, name=unique('Cheap, "quoted"'), model="fake/mini-unpriced")
+    with Guest(usage_server, owner, name=unique("Maya ")) as maya:
+        room = channel(owner, [scout, cheap], memberIds=[maya.id])
+        reply(fake_model, owner, owner, room, scout, (1000, 200))
+        reply(fake_model, owner, maya.api, room, scout, (3000, 400))
+        reply(fake_model, owner, maya.api, room, cheap, (500, 50))
+
+        page = browse.page(server=usage_server)
+        log_in(page, usage_server.owner_key, "/admin/usage")
+        expect(page.get_by_role("heading", level=1, name="Usage")).to_be_focused()
+        expect(page.get_by_role("button", name="This month")).to_have_attribute(
+            "aria-pressed", "true"
+        )
+        table = page.get_by_role("tabpanel").get_by_role("table")
+        scout_row = table.get_by_role("row").filter(has_text=scout["name"])
+        # Input 4,000, output 600, cost (4000 * 3 + 600 * 15) / 1e6 = 0.021.
+        expect(scout_row).to_contain_text("4,000")
+        expect(scout_row).to_contain_text("4,600")
+        expect(scout_row).to_contain_text("0.021")
+        cheap_row = table.get_by_role("row").filter(has_text=cheap["name"])
+        expect(cheap_row.get_by_role("cell").last).to_have_text("1")
+        expect(page.get_by_test_id("unpriced-note")).to_contain_text("without a price")
+
+        page.get_by_role("tab", name="Person").click()
+        maya_row = table.get_by_role("row").filter(has_text=maya.user["name"])
+        expect(maya_row).to_contain_text("3,950")
+        expect(table.get_by_role("row").filter(has_text="(you)")).to_be_visible()
+
+        page.get_by_role("tab", name="Model").click()
+        expect(table.get_by_role("row").filter(has_text="fake/mini-unpriced")).to_contain_text(
+            "550"
+        )
+        page.get_by_role("tab", name="Model").press("ArrowLeft")
+        expect(page.get_by_role("tab", name="Person")).to_be_focused()
+        expect(page.get_by_role("tab", name="Person")).to_have_attribute("aria-selected", "true")
+
+        chart = page.get_by_role("img", name="Tokens per day")
+        expect(chart).to_have_accessible_description(
+            re.compile(r"tokens from .* The busiest day was")
+        )
+
+        page.get_by_role("tab", name="Agent").click()
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download CSV").click()
+        saved = tmp_path / "usage.csv"
+        download.value.save_as(saved)
+        today = datetime.now(UTC).date()
+        assert download.value.suggested_filename == (
+            f"palaver-usage-by-agent-{today.replace(day=1)}-to-{today}.csv"
+        )
+        raw = saved.read_bytes()
+        assert raw.endswith(b"\r\n")
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
+        assert rows[0] == [
+            "Agent ID",
+            "Agent",
+            "Input tokens",
+            "Output tokens",
+            "Cached tokens",
+            "Total tokens",
+            "Cost",
+            "Calls",
+            "Unpriced calls",
+        ]
+        by_id = {r[0]: r for r in rows[1:]}
+        assert by_id[scout["id"]][1:] == [
+            scout["name"],
+            "4000",
+            "600",
+            "0",
+            "4600",
+            "0.021",
+            "2",
+            "0",
+        ]
+        assert by_id[cheap["id"]][1:] == [cheap["name"], "500", "50", "0", "550", "0", "1", "1"]
+        api_rows = owner.ok("GET", "/api/usage", params={"groupBy": "agent"})["rows"]
+        assert set(by_id) == {r["key"] for r in api_rows}
+
+
+def test_the_owner_is_warned_at_80_percent_and_again_when_a_budget_is_spent(
+    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI
+) -> None:
+    bot = agent(owner, name=unique("Thrift"))
+    room = channel(owner, [bot])
+    owner.ok(
+        "PUT", "/api/settings", json={"budgets": {"agents": {bot["id"]: {"monthlyTokens": 1000}}}}
+    )
+    reply(fake_model, owner, owner, room, bot, (800, 50))
+
+    page = browse.page(server=usage_server)
+    log_in(page, usage_server.owner_key, f"/c/{room['id']}")
+    warning = page.get_by_test_id("budget-warning")
+    expect(warning).to_contain_text(
+        f"85% of the monthly token budget of the agent {bot['name']} is used (850 of 1,000 tokens)."
+    )
+    expect(page.get_by_test_id("announcer")).to_have_text(
+        f"Budget warning: 85% of the monthly token budget of the agent {bot['name']} is used"
+        " (850 of 1,000 tokens)."
+    )
+    page.get_by_role("button", name="Dismiss the budget warning").click()
+    expect(warning).to_have_count(0)
+
+    # A reply in the page ends; a few seconds later the numbers are asked again: now spent.
+    fake_model.enqueue(text("That was a lot.", usage=(200, 100)))
+    page.get_by_role("textbox", name="Message").fill(f"@{bot['name']} more")
+    page.keyboard.press("Enter")
+    expect(warning).to_contain_text(
+        f"The monthly token budget of the agent {bot['name']} is spent (1,150 of 1,000 tokens)",
+        timeout=30_000,
+    )
+    expect(warning).to_contain_text("refused until it resets on")
+
+    warning.get_by_role("link", name="See budgets").click()
+    page.wait_for_url("**/admin/usage#budgets")
+    expect(page.get_by_test_id("budget-warning")).to_have_count(0)
+    card = page.get_by_test_id("budget").filter(has_text=bot["name"])
+    expect(card).to_contain_text("Spent")
+    expect(card).to_contain_text("1,150 of 1,000 tokens · 115%")
+    expect(page.get_by_role("heading", name="Budgets this month")).to_be_in_viewport()
+
+
+def test_budgets_are_set_changed_and_removed_on_the_usage_screen(
+    browse: Browse, usage_server: Server, owner: Api
+) -> None:
+    bot = agent(owner, name=unique("Capped"))
+    with Guest(usage_server, owner, name=unique("Gale ")) as gale:
+        page = browse.page(server=usage_server)
+        log_in(page, usage_server.owner_key, "/admin/usage")
+        form = page.get_by_role("form", name="Set a budget")
+        form.get_by_label("For").select_option(label="The whole install")
+        form.get_by_label("Cost a month").fill("25")
+        form.get_by_role("button", name="Save budget").click()
+        expect(page.get_by_test_id("budget").filter(has_text="The whole install")).to_contain_text(
+            "of 25.00"
+        )
+
+        form.get_by_label("For").select_option(label=bot["name"])
+        form.get_by_label("Tokens a month").fill("50000")
+        form.get_by_role("button", name="Save budget").click()
+        expect(page.get_by_test_id("budget").filter(has_text=bot["name"])).to_contain_text(
+            "of 50,000 tokens"
+        )
+
+        form.get_by_label("For").select_option(label=gale.user["name"])
+        form.get_by_role("button", name="Save budget").click()
+        expect(form.get_by_role("alert")).to_have_text(
+            "Give a monthly token cap, a cost cap or both."
+        )
+        form.get_by_label("Tokens a month").fill("7000")
+        form.get_by_role("button", name="Save budget").click()
+        expect(page.get_by_test_id("budget").filter(has_text=gale.user["name"])).to_be_visible()
+
+        page.get_by_role("button", name=f"Change the budget of {bot['name']}").click()
+        change = page.get_by_role("form", name="Change a budget")
+        expect(change.get_by_label("For")).to_be_focused()
+        expect(change.get_by_label("Tokens a month")).to_have_value("50000")
+        change.get_by_label("Tokens a month").fill("")
+        change.get_by_label("Cost a month").fill("3.5")
+        change.get_by_role("button", name="Save budget").click()
+        expect(page.get_by_test_id("budget").filter(has_text=bot["name"])).to_contain_text(
+            "of 3.50"
+        )
+        page.get_by_role("button", name="Remove the budget of The whole install").click()
+        expect(page.get_by_test_id("budget").filter(has_text="The whole install")).to_have_count(0)
+
+        budgets = owner.ok("GET", "/api/settings")["settings"]["budgets"]
+        assert budgets["total"] is None
+        assert budgets["agents"][bot["id"]] == {"monthlyTokens": None, "monthlyCost": 3.5}
+        assert budgets["guests"][gale.id] == {"monthlyTokens": 7000, "monthlyCost": None}
+
+
+def test_a_guest_sees_no_usage_screen_nor_budget_warning(
+    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI
+) -> None:
+    bot = agent(owner, name=unique("Watched"))
+    with Guest(usage_server, owner, name=unique("Ola ")) as ola:
+        room = channel(owner, [bot], memberIds=[ola.id])
+        reply(fake_model, owner, ola.api, room, bot, (10, 10))
+        spent = {"total": {"monthlyTokens": 1}, "guests": {ola.id: {"monthlyTokens": 20}}}
+        owner.ok("PUT", "/api/settings", json={"budgets": spent})
+        page = browse.page(server=usage_server)
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url))
+        log_in(page, ola.key, f"/c/{room['id']}")
+        expect(page.get_by_role("link", name="Agents & settings")).to_have_count(0)
+        for path in ("/admin/usage", "/admin/audit"):
+            page.goto(path)
+            expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()
+            expect(page.get_by_role("heading", name="Usage")).to_have_count(0)
+        page.goto(f"/c/{room['id']}")
+        page.locator("[data-testid=message-list][aria-busy=false]").wait_for()
+        expect(page.get_by_test_id("budget-warning")).to_have_count(0)
+        assert not [u for u in asked if "/api/usage" in u or "/api/settings" in u], asked
+        assert ola.api.get("/api/usage").status_code == 403
+
+
+def _backfill(server: Server, rows: list[tuple[str, str, str, str, str, int, int, float]]) -> None:
+    """Earlier days of use, written into the daily rollup the report reads (as an operator with
+    a shell could): the ledger only ever writes the present."""
+    for day, agent_id, user_id, channel_id, model, tokens_in, tokens_out, cost in rows:
+        sql(
+            server,
+            "INSERT INTO usage_daily (day, agent_id, user_id, channel_id, model, input_tokens,"
+            " output_tokens, cached_tokens, cost, calls, unpriced_calls)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+            day,
+            agent_id,
+            user_id,
+            channel_id,
+            model,
+            tokens_in,
+            tokens_out,
+            cost,
+            max(1, tokens_in // 1500),
+            0 if cost else max(1, tokens_in // 1500),
+        )
+
+
+def test_the_usage_screen_is_accessible_and_pictured(
+    browse: Browse,
+    fresh_server: Server,
+    fake_model: FakeOpenAI,
+    searxng: FakeSearchServer,
+    shoot: Shot,
+) -> None:
+    """On a server of its own, so the pictures hold this scene only."""
+    usage_server = fresh_server
+    usage_server.start()
+    owner = usage_server.login()
+    configure(owner, fake_model, searxng)
+    owner.ok("PUT", "/api/settings", json={"prices": {PRICED: PRICE}})
+    researcher = agent(owner, name="Researcher", avatar="🔎")
+    writer = agent(owner, name="Writer", avatar="✍️", model="fake/gpt-mini")
+    with Guest(usage_server, owner, name="Maya") as maya:
+        room = channel(owner, [researcher, writer], name="launch-plan", memberIds=[maya.id])
+        me = owner.ok("GET", "/api/me")["user"]["id"]
+        today = datetime.now(UTC).date()
+        history = []
+        for back in range(1, 29):
+            day = (today - timedelta(days=back)).isoformat()
+            wave = 1 + (back * 7 % 5)
+            tokens_in = 9000 + wave * 5200 + (4000 if back % 7 in (2, 3) else 0)
+            history.append(
+                (
+                    day,
+                    researcher["id"],
+                    me,
+                    room["id"],
+                    PRICED,
+                    tokens_in,
+                    tokens_in // 6,
+                    (tokens_in * 3 + tokens_in // 6 * 15) / 1e6,
+                )
+            )
+            if back % 3:
+                history.append(
+                    (
+                        day,
+                        writer["id"],
+                        maya.id,
+                        room["id"],
+                        "fake/gpt-mini",
+                        4000 * wave,
+                        900 * wave,
+                        0,
+                    )
+                )
+        _backfill(usage_server, history)
+        reply(fake_model, owner, owner, room, researcher, (12_000, 1_800))
+        reply(fake_model, owner, maya.api, room, writer, (6_000, 1_100))
+        spent = {
+            r["key"]: r["inputTokens"] + r["outputTokens"]
+            for group in ("agent", "person")
+            for r in owner.ok("GET", "/api/usage", params={"groupBy": group})["rows"]
+        }
+        owner.ok(
+            "PUT",
+            "/api/settings",
+            json={
+                "budgets": {
+                    "agents": {
+                        researcher["id"]: {
+                            "monthlyTokens": int(round(spent[researcher["id"]] / 0.86, -3))
+                        }
+                    },
+                    "guests": {maya.id: {"monthlyTokens": int(round(spent[maya.id] / 0.55, -3))}},
+                    "total": {"monthlyCost": 50},
+                }
+            },
+        )
+
+        page = browse.page(server=usage_server)
+        log_in(page, usage_server.owner_key, "/admin/usage")
+        page.get_by_role("button", name="Last 30 days").click()
+        expect(
+            page.get_by_role("tabpanel").get_by_role("row").filter(has_text="Researcher")
+        ).to_be_visible()
+        expect(page.get_by_test_id("budget").filter(has_text="Researcher")).to_contain_text(
+            "Over 80%"
+        )
+        for viewport in (DESKTOP, PHONE):
+            page.set_viewport_size(viewport)
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                assert serious(page) == [], (viewport, scheme)
+        page.set_viewport_size(DESKTOP)
+        page.emulate_media(color_scheme="light")
+        page.evaluate("document.querySelector('.content')?.scrollTo(0, 0)")
+        page.mouse.move(0, 0)
+        page.wait_for_timeout(150)
+        shoot(page, "admin-usage-desktop-light")
+        page.emulate_media(color_scheme="dark")
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-desktop-dark")
+        page.emulate_media(color_scheme="light")
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(150)
+        shoot(page, "admin-usage-phone-light")
+        page.set_viewport_size(DESKTOP)
+        page.get_by_role("heading", name="Budgets this month").scroll_into_view_if_needed()
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-budgets-desktop-light")
+        page.emulate_media(color_scheme="dark")
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-budgets-desktop-dark")
+        page.emulate_media(color_scheme="light")
+
+        # Forced colours: the two series of the tokens chart keep two different system colours.
+        page.emulate_media(forced_colors="active")
+        fills = page.evaluate(
+            """[...new Set([...document.querySelectorAll('svg[role=img] :is(rect.in, rect.out)')]
+                .map((r) => r.classList[0] + ' ' + getComputedStyle(r).fill))]"""
+        )
+        assert len(fills) == 2 and len({f.split(" ", 1)[1] for f in fills}) == 2, fills
+        shoot(page, "admin-usage-budgets-desktop-forced-colors")
+        page.emulate_media(forced_colors="none")
+
+        page.goto(f"/c/{room['id']}")
+        expect(page.get_by_test_id("budget-warning")).to_contain_text("Researcher")
+        page.mouse.move(0, 0)
+        shoot(page, "budget-warning-desktop-light")
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(150)
+        shoot(page, "budget-warning-phone-light")
+    owner.close()
