@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -127,35 +127,23 @@ def start(node_id: str, environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def fastapi_options() -> dict[str, Any]:
-    """`FastAPI(**fastapi_options())`: FastAPI's own telemetry (0.16x) makes the request
-    spans when traces are on; its per-operation spans (dependencies, endpoint, serialization),
-    metrics and logs stay off: they would double a post's cost, Palaver's metrics are
-    Prometheus's and its logs its own. Older FastAPI has no such switch (`{}`)."""
+    """`FastAPI(**fastapi_options())`: FastAPI's own telemetry (0.16x) off, whether traces are
+    on or not; Palaver's `RequestSpans` makes the request spans instead, at a fraction of the
+    cost (its wrapped `send` and `receive` cost a post more than the span). Older FastAPI has
+    no such switch (`{}`)."""
     if "telemetry" not in inspect.signature(FastAPI).parameters:
         return {}
-    return {
-        "telemetry": {
-            "tracing": _enabled and not {"fastapi", "*"} & _disabled(os.environ),
-            "metrics": False,
-            "logs": False,
-            "operation_spans": False,
-            "auto_configure": False,
-            "exclude": _static,
-        }
-    }
-
-
-def _static(scope: MutableMapping[str, Any]) -> bool:
-    path = str(scope.get("path", ""))
-    return path.startswith("/assets/") or path.startswith("/favicon")
+    off = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
+    return {"telemetry": {**off, "auto_configure": False}}
 
 
 def instrument(
     app: FastAPI, db: Database, redis: bool, environ: Mapping[str, str] = os.environ
 ) -> list[str]:
-    """The libraries' own spans under Palaver's, from the `palaver[otel]` extra when installed:
-    HTTP requests, SQL, Redis, outgoing HTTP, less those `OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`
-    names (`fastapi,sqlalchemy,redis,httpx`, or `*`). Answers the ones installed."""
+    """Request spans (Palaver's own middleware) and the libraries' own spans from the
+    `palaver[otel]` extra when installed (SQL, Redis, outgoing HTTP), less those
+    `OTEL_PYTHON_DISABLED_INSTRUMENTATIONS` names (`fastapi,sqlalchemy,redis,httpx`, or `*`).
+    Answers the ones installed."""
     if not _enabled:
         return []
     disabled = _disabled(environ)
@@ -174,7 +162,7 @@ def instrument(
         except ImportError:
             continue
         done.append(name)
-    if not done and not disabled:
+    if done == ["fastapi"] and not disabled:
         log.info("the libraries' own spans need the extra: pip install 'palaver[otel]'")
     return done
 
@@ -185,16 +173,10 @@ def _disabled(environ: Mapping[str, str]) -> set[str]:
 
 
 def _fastapi(app: FastAPI) -> None:
-    """Older FastAPI, without telemetry of its own: the instrumentation package's middleware."""
-    if fastapi_options():
-        return
-    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+    """A `SERVER` span per request (`api/request_spans.py`), outermost."""
+    from palaver.api.request_spans import RequestSpans
 
-    # One span per request: the ASGI messages' own spans (`http send`, `http receive`) would
-    # triple the cost of every post and say nothing an operator needs.
-    FastAPIInstrumentor.instrument_app(
-        app, excluded_urls="/assets/.*,/favicon.*", exclude_spans=["receive", "send"]
-    )
+    app.add_middleware(RequestSpans, tracer=TRACER)
 
 
 def _sqlalchemy(db: Database) -> None:
