@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -45,6 +46,7 @@ class PgServer:
 
             self._server: Any = pgserver.get_server(folder, cleanup_mode="delete")
         self.admin_url: str = self._server.get_uri()
+        self._socket_dir: Path | None = None
 
     def new_database(self, prefix: str = "t", template: str | None = None) -> str:
         """A fresh, empty database with the `vector` extension, as a plain `postgresql://` URL
@@ -60,6 +62,30 @@ class PgServer:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return url
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """A database restart under load, for the fault tests: `halt`, `down_seconds`, then
+        `resume`. Never for the suite's shared server, which every other test is using."""
+        self.halt()
+        time.sleep(down_seconds)
+        self.resume()
+
+    def halt(self) -> None:
+        """Stop as an operator's `pg_ctl stop -m fast` does: every session is ended at once,
+        transactions in flight roll back, and connecting is refused until `resume`."""
+        import pgserver
+
+        server = self._server
+        self._socket_dir = server.get_postmaster_info().socket_dir
+        pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+    def resume(self) -> None:
+        """Start again on the socket it had, once ready for connections."""
+        import pgserver
+
+        server = self._server
+        options = ["-o", '-h ""', "-o", f"-k {self._socket_dir}", "-l", str(server.log)]
+        pgserver.pg_ctl(["-w", *options, "start"], pgdata=server.pgdata, user=server.system_user)
 
     def stop(self) -> None:
         """Stop the server and delete its folder."""

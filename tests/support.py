@@ -333,6 +333,18 @@ def history(api: Api, channel_id: str, **params: Any) -> list[dict[str, Any]]:
     return messages
 
 
+def whole_history(api: Api, channel_id: str) -> list[dict[str, Any]]:
+    """Every message of the channel, oldest first, page by page."""
+    found: list[dict[str, Any]] = []
+    after: dict[str, str] = {}
+    while True:
+        page = history(api, channel_id, limit=200, **after)
+        found += page
+        if len(page) < 200:
+            return found
+        after = {"after": page[-1]["id"]}
+
+
 def token_hash(token: str) -> str:
     """How the service files a session token (tests must agree, not import it)."""
     return hashlib.sha256(token.encode()).hexdigest()

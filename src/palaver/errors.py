@@ -10,11 +10,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from palaver import strict_json
 from palaver.ids import new_id
 from palaver.llm.base import ProviderError
+from palaver.store.faults import Fault, describe, fault_of
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,35 @@ class RateLimited(DomainError):
     status = 429
 
 
+class Unavailable(DomainError):
+    """The database cannot be reached for now (a PostgreSQL restart): try again shortly."""
+
+    status = 503
+
+
+class InsufficientStorage(DomainError):
+    """The disk is full: nothing of the request was stored."""
+
+    status = 507
+
+
+RETRY_AFTER_SECONDS = 2
+"""What a 503 asks a client to wait: about as long as a PostgreSQL restart takes."""
+
+
+def storage_fault(exc: BaseException) -> DomainError | None:
+    """The answer for a storage fault (see `palaver.store.faults`), or None for a bug."""
+    fault = fault_of(exc)
+    if fault is Fault.UNAVAILABLE:
+        return Unavailable(
+            "The database is unavailable for a moment; try again shortly.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+    if fault is Fault.FULL:
+        return InsufficientStorage("The server's disk is full; nothing was stored.")
+    return None
+
+
 _STATUS_TEXT = {
     400: "The request is malformed.",
     401: "You are not logged in.",
@@ -79,6 +111,8 @@ _STATUS_TEXT = {
     413: "The request is too large.",
     415: "This kind of content is not supported.",
     429: "Too many requests; slow down.",
+    503: "The service is unavailable for a moment; try again shortly.",
+    507: "The server's disk is full; nothing was stored.",
 }
 
 
@@ -186,6 +220,19 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             headers["Allow"] = allowed_methods(app, request)
         return JSONResponse({"error": text}, status_code=exc.status_code, headers=headers)
+
+    async def fault(request: Request, exc: Exception) -> JSONResponse:
+        """A storage fault answers 503 or 507 and is logged as a warning, without the statement
+        or its parameters; anything else goes on to `server_error` (a 500 with a request id)."""
+        answer = storage_fault(exc)
+        if answer is None:
+            raise exc
+        method = request.scope.get("method", "WEBSOCKET")
+        log.warning("%s on %s %s: %s", answer.message, method, request.url.path, describe(exc))
+        return await domain_error(request, answer)
+
+    for kind in (DBAPIError, PoolTimeout, OSError):
+        app.add_exception_handler(kind, fault)
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, replace
@@ -18,7 +19,10 @@ from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import users
 from palaver.store.audit import Actor
+from palaver.store.faults import Fault, describe, fault_of
 from palaver.store.tables.base import utcnow
+
+log = logging.getLogger(__name__)
 
 LOGIN_FAILURE_LIMIT = 10
 LOGIN_FAILURE_WINDOW = 300.0
@@ -132,8 +136,15 @@ async def resolve(svc: Services, token: str | None) -> Principal:
         cache.forget([token_hash])
         raise Unauthenticated("Your session is unknown or has expired; log in again.")
     if row.last_used_at < now - TOUCH_EVERY:
-        async with svc.db.write() as tx:
-            await users.touch_session(tx.conn, token_hash, now)
+        try:
+            async with svc.db.write() as tx:
+                await users.touch_session(tx.conn, token_hash, now)
+        except Exception as exc:
+            # On a full disk the session still reads: its idle time is renewed later.
+            if fault_of(exc) is not Fault.FULL:
+                raise
+            log.warning("a session's last use could not be recorded: %s", describe(exc))
+            return Principal(user=user, token_hash=token_hash)
         cache.put(token_hash, CachedSession(user, now), generation)
         return Principal(user=user, token_hash=token_hash, renewed=True)
     cache.put(token_hash, CachedSession(user, row.last_used_at), generation)

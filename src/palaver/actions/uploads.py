@@ -3,6 +3,7 @@ served back."""
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import os
 import re
@@ -67,11 +68,25 @@ async def store(svc: Services, user: User, upload: UploadedFile) -> str:
     now = utcnow()
     month = now.strftime("%Y-%m")
     folder = svc.config.uploads_dir / month
-    await anyio.Path(folder).mkdir(parents=True, exist_ok=True)
-    name = await anyio.to_thread.run_sync(_place, upload.path, folder, upload.filename)
-    async with svc.db.write() as tx:
-        await uploads_store.record_upload(tx.conn, f"{month}/{name}", user.id, now)
+    try:
+        await anyio.Path(folder).mkdir(parents=True, exist_ok=True)
+        name = await anyio.to_thread.run_sync(_place, upload.path, folder, upload.filename)
+    except BaseException:
+        await anyio.to_thread.run_sync(_discard, upload.path)
+        raise
+    try:
+        async with svc.db.write() as tx:
+            await uploads_store.record_upload(tx.conn, f"{month}/{name}", user.id, now)
+    except BaseException:
+        # Not recorded (a full disk, the database away): no one could ever read it.
+        await anyio.to_thread.run_sync(_discard, folder / name)
+        raise
     return f"/uploads/{month}/{quote(name)}"
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 async def readable(svc: Services, user: User, month: str, name: str) -> Path:

@@ -24,6 +24,7 @@ from palaver.agents.dispatch import store_interrupted
 from palaver.knowledge import documents as documents_store
 from palaver.services import Services
 from palaver.store import nodes as nodes_store
+from palaver.store.faults import log_failure
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.chains import chains
 from palaver.store.tables.core import nodes, reply_drafts
@@ -146,8 +147,8 @@ class NodeLease:
             await asyncio.sleep(seconds)
             try:
                 await work()
-            except Exception:
-                log.exception("%s failed; trying again in %g s", work.__name__, seconds)
+            except Exception as exc:
+                log_failure(log, exc, "%s failed; trying again in %g s", work.__name__, seconds)
 
 
 class _Lost:

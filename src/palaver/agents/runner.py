@@ -47,6 +47,7 @@ from palaver.settings import Price
 from palaver.store import channels as channels_store
 from palaver.store import messages as messages_store
 from palaver.store import usage as usage_store
+from palaver.store.faults import Fault, describe, fault_of
 from palaver.store.tables.base import utcnow
 from palaver.store.usage import Call
 from palaver.tools.base import ToolContext
@@ -56,6 +57,13 @@ from palaver.tools.registry import ToolOutcome, ToolRegistry
 log = logging.getLogger(__name__)
 
 MCP_PREFIX = "mcp:"
+STORE_PATIENCE = 60.0
+"""Seconds a finished reply keeps trying to be stored while the database is away (a restart)
+or the disk is full: its text lives only in this process until then."""
+_FAULT_ENDINGS = {
+    Fault.UNAVAILABLE: "The reply failed: the database was unavailable for a moment.",
+    Fault.FULL: "The reply failed: the server's disk is full.",
+}
 
 _WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -267,9 +275,14 @@ class ReplyRunner:
                 ending["error"] = str(exc)
                 log.info("reply %s of %s refused: a budget is spent", reply.id, req.agent.id)
             except Exception as exc:
-                log.exception("reply %s failed", reply.id)
                 tracing.failed(span, type(exc).__name__)
-                ending["error"] = "The reply failed because of an internal error."
+                fault = fault_of(exc)
+                if fault is None:
+                    log.exception("reply %s failed", reply.id)
+                    ending["error"] = "The reply failed because of an internal error."
+                else:
+                    log.warning("reply %s failed: %s", reply.id, describe(exc))
+                    ending["error"] = _FAULT_ENDINGS[fault]
             except asyncio.CancelledError:
                 if active.reason is None:
                     # Cancelled from outside (a caller's time-out): keep the text, then go on
@@ -494,6 +507,31 @@ class ReplyRunner:
             )
 
     async def _finish(
+        self, req: ReplyRequest, reply: Message, text: str, tally: _Tally, ending: dict[str, Any]
+    ) -> Message:
+        """Store the reply; through a database restart or a full disk, again and again for up
+        to `STORE_PATIENCE` seconds. Should the database have committed a try whose answer was
+        lost, the next finds the reply stored and replaces it with the same text (its calls
+        are then counted twice in the usage ledger: rare, and on the side of caution)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + STORE_PATIENCE
+        wait = 0.25
+        while True:
+            try:
+                return await self._store_end(req, reply, text, tally, ending)
+            except Exception as exc:
+                if fault_of(exc) is None or loop.time() + wait > give_up:
+                    raise
+                log.warning(
+                    "reply %s could not be stored yet (%s); trying again in %g s",
+                    reply.id,
+                    describe(exc),
+                    wait,
+                )
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 4.0)
+
+    async def _store_end(
         self, req: ReplyRequest, reply: Message, text: str, tally: _Tally, ending: dict[str, Any]
     ) -> Message:
         usage = {

@@ -51,6 +51,7 @@ from palaver.store import messages as messages_store
 from palaver.store import schedules as store
 from palaver.store import users as users_store
 from palaver.store.db import Database
+from palaver.store.faults import log_failure
 from palaver.store.schedules import Run, Schedule
 from palaver.store.tables.base import utcnow
 
@@ -162,8 +163,10 @@ class Scheduler:
             try:
                 await self.tick()
                 delay = await self._delay()
-            except Exception:
-                log.exception("the scheduler failed; trying again in %g s", RETRY_AFTER_ERROR)
+            except Exception as exc:
+                log_failure(
+                    log, exc, "the scheduler failed; trying again in %g s", RETRY_AFTER_ERROR
+                )
                 delay = RETRY_AFTER_ERROR
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):

@@ -13,6 +13,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from palaver.store.faults import log_failure
+
 log = logging.getLogger(__name__)
 
 
@@ -69,8 +71,8 @@ class ChunkStream:
                 saved = len(self._parts)
                 try:
                     await self._checkpoint(self.text)
-                except Exception:
-                    log.exception("could not checkpoint a reply; it goes on")
+                except Exception as exc:
+                    log_failure(log, exc, "could not checkpoint a reply; it goes on")
 
     async def flush(self) -> None:
         async with self._lock:

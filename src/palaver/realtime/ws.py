@@ -14,9 +14,10 @@ from fastapi.responses import JSONResponse
 from palaver import strict_json
 from palaver.actions import auth, channels
 from palaver.actions.auth import Principal
-from palaver.errors import DomainError
-from palaver.realtime.hub import CLOSE_UNAUTHENTICATED, Connection
+from palaver.errors import DomainError, storage_fault
+from palaver.realtime.hub import CLOSE_TRY_LATER, CLOSE_UNAUTHENTICATED, Connection
 from palaver.services import Services
+from palaver.store.faults import describe, fault_of
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,16 @@ CLOSE_TIMEOUT = 5.0
 
 def _error(code: str, message: str) -> str:
     return json.dumps({"type": "error", "data": {"code": code, "message": message}})
+
+
+def _fault_event(exc: Exception) -> str | None:
+    """The `error` event for a storage fault (code `unavailable` or `insufficient_storage`,
+    as the HTTP API's 503 and 507), or None for any other failure, which must stay loud."""
+    fault, answer = fault_of(exc), storage_fault(exc)
+    if fault is None or answer is None:
+        return None
+    log.warning("%s on the socket: %s", answer.message, describe(exc))
+    return _error(fault.value, answer.message)
 
 
 def _origin_allowed(ws: WebSocket, svc: Services) -> bool:
@@ -95,6 +106,14 @@ async def _authenticate(ws: WebSocket, svc: Services) -> Principal | None:
         return await auth.resolve(svc, token)
     except DomainError as exc:
         await _refuse(ws, exc.message)
+        return None
+    except Exception as exc:
+        event = _fault_event(exc)
+        if event is None:
+            raise
+        with contextlib.suppress(Exception):
+            await ws.send_text(event)
+            await ws.close(CLOSE_TRY_LATER)
         return None
 
 
@@ -173,7 +192,13 @@ async def _receive_loop(ws: WebSocket, svc: Services, conn: Connection, who: Pri
         if kind == "ping":
             conn.offer(json.dumps({"type": "pong"}))
         elif kind in ("subscribe", "unsubscribe"):
-            await _subscription(svc, conn, who, kind, message.get("channelId"))
+            try:
+                await _subscription(svc, conn, who, kind, message.get("channelId"))
+            except Exception as exc:
+                event = _fault_event(exc)
+                if event is None:
+                    raise
+                conn.offer(event)
         elif kind == "auth":
             conn.offer(json.dumps({"type": "auth_ok", "userId": who.user.id}))
         else:

@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from palaver.store.faults import log_failure, report_unreachable
 from palaver.store.urls import app_url, asyncpg_connect_args
 
 log = logging.getLogger(__name__)
@@ -103,9 +104,13 @@ class Database:
             _configure_sqlite(self._reader.sync_engine, "BEGIN")
             self._units = _SqliteUnits(url)
         else:
+            # No `pool_pre_ping` (a round trip per checkout): a connection found dead by its
+            # first statement invalidates the whole pool, so after a restart one request per
+            # pooled connection in use fails (503) and the next ones connect afresh.
             self._writer = create_async_engine(
                 url, pool_size=10, max_overflow=10, connect_args=asyncpg_connect_args(url)
             )
+            report_unreachable(self._writer.sync_engine)
             self._reader = self._writer
         self._write_lock = asyncio.Lock()
         """Taken before a write transaction's connection, so that on PostgreSQL only one of
@@ -192,6 +197,15 @@ class Database:
         return await asyncio.shield(self._erasing)
 
     async def _erase(self, within: float) -> bool:
+        """`_erase_steps`; one that fails (a checkpoint or a merge on a full disk) is logged and
+        leaves the erasure to the next deletion's, or to SQLite's own checkpoints."""
+        try:
+            return await self._erase_steps(within)
+        except Exception as exc:
+            log_failure(log, exc, "erasing what a deletion freed failed")
+            return False
+
+    async def _erase_steps(self, within: float) -> bool:
         assert self._units is not None
         units = self._units
         loop = asyncio.get_running_loop()
