@@ -16,9 +16,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import asyncpg
 import httpx
 import pytest
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from palaver.errors import storage_fault
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import Text
 from tests.pg_server import PgServer
@@ -93,32 +97,45 @@ class Outcome:
 
 
 def _poster(
-    node: Server, token: str, channel_id: str, tag: str, stop: threading.Event, out: list[Outcome]
+    node: Server,
+    token: str,
+    channel_id: str,
+    tag: str,
+    keyed: bool,
+    stop: threading.Event,
+    out: list[Outcome],
 ) -> None:
+    """Posts one message after the other until `stop`. Keyed, it sends each with an
+    `Idempotency-Key` and, refused with 503, sends it again with the same key (after `stop`
+    too) until it is accepted, as docs/FAULTS.md tells clients to."""
     with Api(node.base_url, cookies={"session": token}) as api:
         i = 0
         while not stop.is_set():
             content = f"{tag}-{i}"
             i += 1
-            try:
-                response = api.post(
-                    "/api/messages", json={"channelId": channel_id, "content": content}
-                )
-            except httpx.TransportError as exc:
-                out.append(Outcome(content, None, None, repr(exc), time.monotonic()))
-                continue
-            error = None if response.is_success else response.json().get("error")
-            out.append(
-                Outcome(
-                    content,
-                    response.status_code,
-                    response.headers.get("retry-after"),
-                    error,
-                    time.monotonic(),
-                )
-            )
-            if response.status_code == 503:
+            headers = {"Idempotency-Key": content} if keyed else {}
+            give_up = time.monotonic() + 30
+            while True:
+                outcome = _send(api, channel_id, content, headers)
+                out.append(outcome)
+                if not keyed or outcome.status != 503 or time.monotonic() > give_up:
+                    break
                 time.sleep(0.05)
+
+
+def _send(api: Api, channel_id: str, content: str, headers: dict[str, str]) -> Outcome:
+    body = {"channelId": channel_id, "content": content}
+    try:
+        response = api.post("/api/messages", json=body, headers=headers)
+    except httpx.TransportError as exc:
+        return Outcome(content, None, None, repr(exc), time.monotonic())
+    return Outcome(
+        content,
+        response.status_code,
+        response.headers.get("retry-after"),
+        None if response.is_success else response.json().get("error"),
+        time.monotonic(),
+    )
 
 
 def test_posts_during_a_restart_are_stored_once_or_refused_with_503(
@@ -129,7 +146,8 @@ def test_posts_during_a_restart_are_stored_once_or_refused_with_503(
     outcomes: list[Outcome] = []
     threads = [
         threading.Thread(
-            target=_poster, args=(node, owner.token, channel_id, f"t{n}", stop, outcomes)
+            target=_poster,
+            args=(node, owner.token, channel_id, f"t{n}", n % 2 == 0, stop, outcomes),
         )
         for n in range(POSTERS)
     ]
@@ -143,7 +161,7 @@ def test_posts_during_a_restart_are_stored_once_or_refused_with_503(
     finally:
         stop.set()
         for thread in threads:
-            thread.join(30)
+            thread.join(40)
 
     wrong = [o for o in outcomes if o.status not in (200, 503)]
     assert not wrong, wrong[:5]
@@ -154,11 +172,14 @@ def test_posts_during_a_restart_are_stored_once_or_refused_with_503(
     first_ok_after = min(o.at for o in outcomes if o.status == 200 and o.at > back)
     assert first_ok_after - back < RECOVERED_WITHIN
 
-    accepted = [o.content for o in outcomes if o.status == 200]
+    accepted = {o.content for o in outcomes if o.status == 200}
     stored = Counter(m["content"] for m in whole_history(owner, channel_id))
     assert all(stored[content] == 1 for content in accepted), [
         (c, stored[c]) for c in accepted if stored[c] != 1
     ][:5]
+    keyed = {o.content for o in outcomes if o.content.split("-")[0] in ("t0", "t2")}
+    assert keyed <= accepted, "a post retried with its key was never accepted"
+    assert all(n <= 1 for n in stored.values()), "a refused post was stored twice"
     assert post_ok(owner, channel_id)
 
 
@@ -181,8 +202,14 @@ def test_while_the_database_is_down_reads_answer_503_and_a_socket_gets_an_error_
             event = ws.expect("error")
             refused = owner.get("/api/channels")
             upload = owner.post("/api/upload", files={"file": ("a.txt", b"x" * 50_000)})
+            with Ws(node) as late:
+                late.send({"type": "auth", "token": owner.token})
+                late_event = late.expect("error")
+                late_close = late.expect_close()
         finally:
             own_pg.resume()
+        assert late_event["data"]["code"] == "unavailable", late_event
+        assert late_close == 1013, "a socket that could not authenticate: try again later"
         assert event["data"]["code"] == "unavailable", event
         assert refused.status_code == 503, refused.text
         assert refused.headers["retry-after"].isdigit()
@@ -245,3 +272,26 @@ def _no_task_died(log: str) -> None:
     goes on; an asyncio "Task exception was never retrieved" is a task that died for good."""
     assert "Task exception was never retrieved" not in log, log[-6000:]
     assert "Exception in ASGI application" not in log, log[-6000:]
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (asyncpg.exceptions.DiskFullError("could not extend file"), 507),
+        (asyncpg.exceptions.AdminShutdownError("terminating connection"), 503),
+        (asyncpg.exceptions.CannotConnectNowError("the database system is starting up"), 503),
+        (asyncpg.exceptions.ConnectionFailureError("connection failure"), 503),
+        (asyncpg.exceptions.UniqueViolationError("duplicate key"), None),
+    ],
+)
+def test_postgresql_errors_are_told_apart_by_their_sqlstate(
+    error: Exception, status: int | None
+) -> None:
+    """As the driver's errors reach the handlers (SQLAlchemy's wrapping of asyncpg's): a full
+    disk (53100) is 507, a shutdown or a refused connection 503, anything else stays a bug
+    (500). The restarts themselves are met for real above; a PostgreSQL disk filling is not
+    (PostgreSQL stops outright when its write-ahead log cannot grow)."""
+    dbapi = create_async_engine("postgresql+asyncpg://nowhere/none").dialect.loaded_dbapi
+    wrapped = DBAPIError("INSERT INTO messages ...", {}, dbapi.Error(str(error), error))
+    answer = storage_fault(wrapped)
+    assert (answer.status if answer else None) == status

@@ -148,17 +148,36 @@ def _describe_validation(exc: RequestValidationError) -> str:
     return f"Invalid '{where}': {msg}." if where else f"Invalid request: {msg}."
 
 
-def _document_400_not_422(app: FastAPI) -> None:
+_FAULT_RESPONSES: dict[str, dict[str, Any]] = {
+    "503": {
+        "description": "The database is unavailable for a moment (a restart); try again after "
+        "Retry-After seconds",
+        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+    },
+    "507": {"description": "The server's disk is full; nothing was stored"},
+}
+
+
+def _document_statuses(app: FastAPI) -> None:
     """Validation failures answer 400 (documented per route), so the schema must not promise
-    the 422 that FastAPI lists by default."""
+    the 422 that FastAPI lists by default. Storage faults can meet any route: every one that
+    documents its errors lists 503, and every one but a GET 507 (a write, a session or an
+    audit row)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = generate()
             for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    operation.get("responses", {}).pop("422", None)
+                for method, operation in operations.items():
+                    responses = operation.get("responses", {})
+                    responses.pop("422", None)
+                    error_body = responses.get("500", {}).get("content")
+                    if error_body is None:
+                        continue
+                    for code, entry in _FAULT_RESPONSES.items():
+                        if code == "503" or method != "get":
+                            responses[code] = {**entry, "content": error_body}
             components = schema.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 components.pop(name, None)
@@ -185,7 +204,7 @@ def _template_regex(template: str) -> re.Pattern[str]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    _document_400_not_422(app)
+    _document_statuses(app)
 
     @app.exception_handler(DomainError)
     async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
