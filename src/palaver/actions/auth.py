@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import anyio
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.auth.secrets import hash_token, new_session_token, owner_key_tag, same_secret
 from palaver.bus.base import CONTROL
@@ -131,21 +133,37 @@ async def resolve(svc: Services, token: str | None) -> Principal:
         raise Unauthenticated("Your session is unknown or has expired; log in again.")
     idle = timedelta(days=svc.settings.current.sessionIdleDays)
     if row.last_used_at < now - idle:
-        async with svc.db.write() as tx:
-            await users.delete_session(tx.conn, token_hash)
+        await _bookkeeping(
+            svc,
+            lambda conn: users.delete_session(conn, token_hash),
+            "an expired session could not be removed",
+        )
         cache.forget([token_hash])
         raise Unauthenticated("Your session is unknown or has expired; log in again.")
     if row.last_used_at < now - TOUCH_EVERY:
-        try:
-            async with svc.db.write() as tx:
-                await users.touch_session(tx.conn, token_hash, now)
-        except Exception as exc:
-            # On a full disk the session still reads: its idle time is renewed later.
-            if fault_of(exc) is not Fault.FULL:
-                raise
-            log.warning("a session's last use could not be recorded: %s", describe(exc))
+        if not await _bookkeeping(
+            svc,
+            lambda conn: users.touch_session(conn, token_hash, now),
+            "a session's last use could not be recorded",
+        ):
             return Principal(user=user, token_hash=token_hash)
         cache.put(token_hash, CachedSession(user, now), generation)
         return Principal(user=user, token_hash=token_hash, renewed=True)
     cache.put(token_hash, CachedSession(user, row.last_used_at), generation)
     return Principal(user=user, token_hash=token_hash)
+
+
+async def _bookkeeping(
+    svc: Services, write: Callable[[AsyncConnection], Awaitable[object]], what: str
+) -> bool:
+    """A write a session's check makes on the side; on a full disk it is logged and left for
+    a later use (answers False), so that a session still reads then."""
+    try:
+        async with svc.db.write() as tx:
+            await write(tx.conn)
+    except Exception as exc:
+        if fault_of(exc) is not Fault.FULL:
+            raise
+        log.warning("%s: %s", what, describe(exc))
+        return False
+    return True
