@@ -104,9 +104,9 @@ class Database:
             _configure_sqlite(self._reader.sync_engine, "BEGIN")
             self._units = _SqliteUnits(url)
         else:
-            # No `pool_pre_ping` (a round trip per checkout): a connection found dead by its
-            # first statement invalidates the whole pool, so after a restart one request per
-            # pooled connection in use fails (503) and the next ones connect afresh.
+            # No `pool_pre_ping` (a round trip per checkout, docs/FAULTS.md): the first
+            # statement that meets a connection the restart ended fails (503) and invalidates
+            # the whole pool, so every later checkout connects afresh.
             self._writer = create_async_engine(
                 url, pool_size=10, max_overflow=10, connect_args=asyncpg_connect_args(url)
             )
