@@ -283,9 +283,17 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
     elif event.get("type") == "schedules_changed":
         svc.scheduler.wake()
     elif event.get("type") == "settings_changed":
-        task = asyncio.get_running_loop().create_task(svc.settings.reload())
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        _reload_settings(svc)
+    elif event.get("type") == "events_missed":
+        # Either change may have been announced while this node did not hear.
+        svc.scheduler.wake()
+        _reload_settings(svc)
+
+
+def _reload_settings(svc: Services) -> None:
+    task = asyncio.get_running_loop().create_task(svc.settings.reload())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 _background: set[asyncio.Task[object]] = set()
