@@ -42,6 +42,11 @@ class Heard:
                 await self._more.wait()
         return self.events
 
+    async def until_event(self, topic: str, event: Event) -> None:
+        while event not in self.of(topic):
+            self._more.clear()
+            await self._more.wait()
+
     def of(self, topic: str) -> list[Event]:
         return [event for t, event in self.events if t == topic]
 
@@ -345,8 +350,8 @@ async def test_while_redis_is_away_a_node_hears_its_own_events_and_then_all_are_
         assert own == sorted(own) and own[-1] == n
         await asyncio.to_thread(redis.start)
         async with asyncio.timeout(2 * WAIT):
-            while missed not in heard_a.of(CONTROL) or missed not in heard_b.of(CONTROL):
-                await asyncio.sleep(0.05)
+            await heard_a.until_event(CONTROL, missed)
+            await heard_b.until_event(CONTROL, missed)
         assert heard_b.of(topic) == [], "what was not sent is not heard later either"
         await publish_until_heard(a, heard_b)
     finally:
