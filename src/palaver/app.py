@@ -11,7 +11,7 @@ import anyio
 from fastapi import FastAPI
 
 from palaver import tracing
-from palaver.actions import auth
+from palaver.actions import auth, channel_import
 from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
@@ -186,6 +186,7 @@ def create_app(config: Config) -> FastAPI:
             log.info("paused %d chains that were running at the last stop", taken.chains)
         if taken.replies:
             log.info("stored %d replies cut off by the last stop as interrupted", taken.replies)
+        await channel_import.clear_leftovers(svc, alone=lease.alone)
         svc.bus.listen(svc.caches.on_event)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
