@@ -118,7 +118,7 @@ def _writing(server: Server, wal_start: int) -> bool:
         with connect(server.database_url) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
+                "AND backend_xid IS NOT NULL AND query ILIKE 'INSERT INTO messages%'"
             ).fetchone()
         return row is not None and row[0] > 0
     wal = server.db_path.with_name("palaver.db-wal")
