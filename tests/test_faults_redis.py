@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
-from tests.support import Api, Server, Ws, new_channel, wait_until
+from tests.support import Api, Guest, Server, Ws, history, new_channel, wait_until
 from tests.test_cluster import Cluster, running
 
 DOWN_SECONDS = 2.0
@@ -272,3 +272,26 @@ def test_rate_limits_are_kept_per_node_while_redis_is_away_and_shared_again_afte
         on_a.close()
         on_b.close()
         cluster.set_limits({"messagesPerMinute": 100_000, "messageBurst": 100_000})
+
+
+def test_a_guest_deleted_while_redis_is_away_is_refused_by_the_other_node_once_it_is_back(
+    cluster: Cluster, redis: RedisServer
+) -> None:
+    """Node B never hears the deletion, made through node A while Redis is down; the news that
+    it missed events makes it drop what it cached (the guest's session among it)."""
+    on_a = cluster.direct(cluster.a, cluster.owner)
+    with on_a, Guest(cluster.b, on_a) as guest:
+        channel = new_channel(on_a, member_ids=[guest.id])["id"]
+        history(guest.api, channel)  # node B now holds the session and the channel
+        redis.stop()
+        try:
+            on_a.ok("DELETE", f"/api/guests/{guest.id}")
+            assert guest.api.get("/api/me").status_code == 200, "node B has not heard of it"
+        finally:
+            redis.start()
+        wait_until(
+            lambda: guest.api.get("/api/me").status_code == 401,
+            timeout=15,
+            what="node B refusing the deleted guest",
+        )
+        assert guest.api.get("/api/messages", params={"channelId": channel}).status_code == 401
