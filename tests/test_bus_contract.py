@@ -42,6 +42,11 @@ class Heard:
                 await self._more.wait()
         return self.events
 
+    async def until_event(self, topic: str, event: Event) -> None:
+        while event not in self.of(topic):
+            self._more.clear()
+            await self._more.wait()
+
     def of(self, topic: str) -> list[Event]:
         return [event for t, event in self.events if t == topic]
 
@@ -319,6 +324,40 @@ async def test_a_node_outlives_a_redis_restart(
         redis.stop()
     assert "could not publish to Redis" in caplog.text
     assert "lost the Redis subscription" in caplog.text
+
+
+async def test_while_redis_is_away_a_node_hears_its_own_events_and_then_all_are_told(
+    tmp_path: Path,
+) -> None:
+    """Events published while Redis is away reach the publishing node's own listeners only;
+    once it is back, every node is told that it may have missed events (docs/FAULTS.md)."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    heard_a, heard_b = Heard(), Heard()
+    a = await redis_bus(redis.url(), heard_a)
+    b = await redis_bus(redis.url(), heard_b)
+    topic, missed = channel_topic("c"), {"type": "events_missed"}
+    try:
+        await asyncio.to_thread(redis.stop)
+        async with asyncio.timeout(WAIT):
+            # The first events go to the writer, which finds Redis gone; the next are heard.
+            n = 0
+            while len(heard_a.of(topic)) < 3:
+                n += 1
+                await a.publish(topic, numbered(n))
+                await asyncio.sleep(0.01)
+        own = [e["data"]["n"] for e in heard_a.of(topic)]
+        assert own == sorted(own) and own[-1] == n
+        await asyncio.to_thread(redis.start)
+        async with asyncio.timeout(2 * WAIT):
+            await heard_a.until_event(CONTROL, missed)
+            await heard_b.until_event(CONTROL, missed)
+        assert heard_b.of(topic) == [], "what was not sent is not heard later either"
+        await publish_until_heard(a, heard_b)
+    finally:
+        await a.aclose()
+        await b.aclose()
+        redis.stop()
 
 
 async def test_a_node_refuses_to_start_without_redis() -> None:

@@ -1,17 +1,15 @@
 """Imports (issue 25): Slack's workspace export, a channel that fails leaving nothing of itself
-(a malformed entry, a damaged file, a server killed mid-write), files of no known format, the
-limits, and readers that refuse odd input with a reason rather than crash."""
+(a malformed entry, a damaged file; a server killed mid-write is in test_faults_kill.py), files
+of no known format, the limits, and readers that refuse odd input with a reason rather than
+crash."""
 
 from __future__ import annotations
 
 import io
 import json
-import threading
 import zipfile
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +21,7 @@ from palaver.transfer.prepare import Directory, prepare
 from palaver.transfer.slack_import import SlackExport, slack_emoji
 from palaver.transfer.unpack import Unpacker
 from tests.channel_files import channel_named, everything, import_file, imported, zipped
-from tests.support import Api, Guest, Server, files_under, new_agent, sql, unique, wait_until
+from tests.support import Api, Guest, Server, files_under, new_agent, unique
 
 
 def slack_export(guest_name: str, agent_name: str, stranger: str) -> dict[str, Any]:
@@ -442,67 +440,3 @@ def test_an_import_larger_than_the_upload_limit_is_413_and_so_is_a_zip_that_unpa
         assert "unpacks to" in response.json()["error"]
     finally:
         owner.ok("PUT", "/api/settings", json={"limits": limits})
-
-
-LONG_AGO = datetime(2022, 1, 1, tzinfo=UTC)
-
-
-def big_export(name: str, count: int) -> bytes:
-    messages = [
-        {
-            "id": f"m{i}",
-            "userId": None,
-            "content": f"message {i} of a long history, with some words to index {i * 7}",
-            "createdAt": (LONG_AGO + timedelta(milliseconds=i)).isoformat(),
-            "metadata": {"importedAuthor": "Someone"},
-        }
-        for i in range(count)
-    ]
-    document = {
-        "format": "palaver.channel",
-        "version": 1,
-        "channel": {"name": name, "type": "group"},
-        "people": [],
-        "files": [],
-        "messages": messages,
-    }
-    return json.dumps(document).encode()
-
-
-@pytest.mark.sqlite_only
-def test_a_server_killed_during_an_import_has_imported_nothing_after_its_restart(
-    fresh_server: Server,
-) -> None:
-    """The import's transaction is cut: the write-ahead log shows it writing, then `kill -9`."""
-    fresh_server.start()
-    name = unique("killed-")
-    data = big_export(name, 60_000)
-    with fresh_server.login() as owner:
-        owner.ok("PUT", "/api/settings", json={"limits": {"maxUploadBytes": 64 * 1024 * 1024}})
-        wal = fresh_server.db_path.with_name("palaver.db-wal")
-        start = wal.stat().st_size if wal.exists() else 0
-        answered: list[int] = []
-
-        def send() -> None:
-            try:
-                answered.append(import_file(owner, data, "big.json").status_code)
-            except httpx.HTTPError:
-                answered.append(0)
-
-        sender = threading.Thread(target=send)
-        sender.start()
-        wait_until(
-            lambda: (wal.exists() and wal.stat().st_size > start + 4_000_000) or bool(answered),
-            timeout=120,
-            what="the import's transaction writing",
-        )
-        assert not answered, "the import finished before it could be cut"
-        fresh_server.kill()
-        sender.join(30)
-    fresh_server.start()
-    with fresh_server.login() as owner:
-        assert not channel_named(owner, name)
-    assert sql(fresh_server, "SELECT count(*) FROM channels WHERE name = ?", name) == [(0,)]
-    assert sql(fresh_server, "SELECT count(*) FROM messages WHERE content LIKE 'message %'") == [
-        (0,)
-    ]

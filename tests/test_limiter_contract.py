@@ -149,11 +149,18 @@ async def test_a_limiter_outlives_a_redis_restart(
     assert "unreachable" not in caplog.text
 
 
-async def test_without_redis_messages_pass_and_logins_wait() -> None:
-    """Chat stays usable while Redis is down; guessing the owner key does not get easier."""
+async def test_without_redis_messages_keep_a_local_budget_and_logins_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Chat stays usable while Redis is down, a flood is still held by this node's own budget,
+    and guessing the owner key does not get easier. The outage is logged once."""
     limiter = RedisRateLimiter(f"redis://127.0.0.1:{free_port()}/0")
     try:
-        assert (await limiter.take("msg:u1", per_minute=1, burst=1)).allowed
+        first = await limiter.take("msg:u1", per_minute=1, burst=1)
+        second = await limiter.take("msg:u1", per_minute=1, burst=1)
+        assert first.allowed and not second.allowed and second.retry_after > 0
+        assert (await limiter.take("msg:u2", per_minute=1, burst=1)).allowed
+        assert caplog.text.count("unreachable") == 1
         assert await limiter.reserve_attempt("login:a", 300, 10) == UNREACHABLE_RETRY
         await limiter.release_attempt("login:a")
     finally:

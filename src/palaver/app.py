@@ -11,7 +11,7 @@ import anyio
 from fastapi import FastAPI
 
 from palaver import tracing
-from palaver.actions import auth
+from palaver.actions import auth, channel_import
 from palaver.actions.settings import SettingsHolder
 from palaver.agents.call_agent import CallAgentTool
 from palaver.agents.chains import ChainCoordinator
@@ -186,6 +186,7 @@ def create_app(config: Config) -> FastAPI:
             log.info("paused %d chains that were running at the last stop", taken.chains)
         if taken.replies:
             log.info("stored %d replies cut off by the last stop as interrupted", taken.replies)
+        await channel_import.clear_leftovers(svc, alone=lease.alone)
         svc.bus.listen(svc.caches.on_event)
         svc.bus.listen(svc.hub.dispatch)
         svc.bus.listen(lambda topic, event: _on_control(svc, topic, event))
@@ -283,9 +284,17 @@ def _on_control(svc: Services, topic: str, event: Event) -> None:
     elif event.get("type") == "schedules_changed":
         svc.scheduler.wake()
     elif event.get("type") == "settings_changed":
-        task = asyncio.get_running_loop().create_task(svc.settings.reload())
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        _reload_settings(svc)
+    elif event.get("type") == "events_missed":
+        # Either change may have been announced while this node did not hear.
+        svc.scheduler.wake()
+        _reload_settings(svc)
+
+
+def _reload_settings(svc: Services) -> None:
+    task = asyncio.get_running_loop().create_task(svc.settings.reload())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 _background: set[asyncio.Task[object]] = set()

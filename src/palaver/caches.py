@@ -147,7 +147,10 @@ class Caches:
         if topic != CONTROL:
             return
         kind = event.get("type")
-        if kind == "revoke":
+        if kind == "events_missed":
+            # Which of them was emptied by an event not heard is unknown: all are.
+            self.clear()
+        elif kind == "revoke":
             users = set(event.get("userIds", ()))
             self.sessions.forget(event.get("tokenHashes", ()))
             if users:

@@ -259,6 +259,32 @@ async def test_deleting_vectors_and_chunks(db: Database, index: SearchIndex) -> 
     assert await index.text_search(AGENT, "walruses", 5) == []
 
 
+async def test_text_search_answers_another_nodes_writes_though_this_node_keeps_word_parts(
+    db: Database, index: SearchIndex
+) -> None:
+    """Both adapters keep each word's ranking part in the process; a second index on the same
+    database (another node) adds and removes chunks, and the first one's next search, with its
+    parts kept, answers from the database as it now is."""
+    other_node = SqliteSearchIndex(db) if db.is_sqlite else PostgresSearchIndex(db)
+    filler = [f"filler chunk {n} about nothing" for n in range(6)]
+    await add_document(db, index, AGENT, "doc_a", ["otters hold hands", *filler])
+    assert [h.id for h in await index.text_search(AGENT, "otters", 5)] == ["chunk_doc_a_0"]
+    added = await add_document(db, other_node, AGENT, "doc_b", ["otters otters otters swim"])
+    assert [h.id for h in await index.text_search(AGENT, "otters", 5)] == [
+        added[0],
+        "chunk_doc_a_0",
+    ]
+    async with db.write() as tx:
+        await other_node.delete(tx, AGENT, "chunk", added)
+        await repo.delete_document(tx.conn, "doc_b")
+    assert [h.id for h in await index.text_search(AGENT, "otters", 5)] == ["chunk_doc_a_0"]
+    if db.is_sqlite:
+        return  # an agent's dropped FTS5 table is told to other nodes on the bus (test_cluster)
+    async with db.write() as tx:
+        await other_node.drop_agent(tx, AGENT)
+    assert await index.text_search(AGENT, "otters", 5) == []
+
+
 async def test_stale_vectors_are_reported_and_left_out(db: Database, index: SearchIndex) -> None:
     await put(db, index, AGENT, [Entry("mem_1"), Entry("mem_2")], space=OTHER_SPACE)
     await put(db, index, AGENT, [Entry("mem_3")])

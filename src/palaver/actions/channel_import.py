@@ -30,6 +30,7 @@ from palaver.errors import Invalid, UnsupportedMedia
 from palaver.ids import new_id
 from palaver.services import Services
 from palaver.store import channel_import as store
+from palaver.store import nodes as store_nodes
 from palaver.store.audit import Actor
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import agents, users
@@ -50,6 +51,8 @@ KNOWN = (
 )
 _TAG = re.compile(r"-[0-9a-f]{8}(?=\.[^.]*$|$)")
 LEFTOVER_SECONDS = 6 * 3600
+"""Received files and this node's journals this old are what an import cut off left."""
+JOURNAL = ".journal"
 _locks: dict[str, asyncio.Lock] = {}
 
 
@@ -79,7 +82,7 @@ async def run(svc: Services, received: Path, by: Actor) -> dict[str, Any]:
     lock = _locks.setdefault(svc.node_id, asyncio.Lock())
     try:
         async with lock:
-            await _clear_leftovers(svc, keep=received)
+            await clear_leftovers(svc, keep=received)
             return (await _import(svc, received, by)).as_json()
     finally:
         await _unlink(received)
@@ -227,10 +230,10 @@ async def _write(
         created_at=now,
         updated_at=now,
     )
-    journal = imports_dir(svc) / f"{secrets.token_hex(8)}.journal"
+    journal = imports_dir(svc) / f"{svc.node_id}.{secrets.token_hex(8)}{JOURNAL}"
     # The journal goes once the outcome is known: committed, or refused and its files removed.
-    # On anything else (a cancelled wait may still commit) it stays for `_clear_leftovers`,
-    # which removes only the files that have no upload record.
+    # On anything else (a cancelled wait may still commit, the process killed) it stays for
+    # `clear_leftovers`, which removes only the files that have no upload record.
     try:
         placed, uploads = await _place_files(svc, imported, unpacked, journal, notes)
         prepared = await anyio.to_thread.run_sync(
@@ -300,6 +303,9 @@ def _place(
     folder = uploads_dir / month
     folder.mkdir(parents=True, exist_ok=True)
     temp = folder / f".part-{secrets.token_hex(8)}"
+    # Listed before it exists: a process killed while copying leaves no file unlisted.
+    with journal.open("a") as listed:
+        listed.write(f"{month}/{temp.name}\n")
     try:
         with temp.open("wb") as out:
             unpacker.copy(member, out, size)
@@ -336,16 +342,30 @@ def _remove_journaled(uploads_dir: Path, journal: Path, recorded: set[str]) -> N
                 (uploads_dir / path).unlink()
 
 
-async def _clear_leftovers(svc: Services, keep: Path) -> None:
+async def clear_leftovers(svc: Services, keep: Path | None = None, alone: bool = False) -> None:
     """What an import cut off by a crash left: received files, and placed files whose channel
-    never committed (listed in a journal, without an upload record). Only what is older than
-    any import lasts, as another node sharing the data dir may be importing now."""
+    never committed (listed in a journal, without an upload record). Run at the start and
+    before each import. At the start of a node that is `alone` (no Redis: nobody else uses the
+    data dir), all of it. Otherwise a journal of a node gone from the registry (a node killed,
+    once swept) at once, and a received file or a journal of a live node (a write whose wait
+    was cancelled may still commit) only once older than any import lasts, as another node
+    sharing the data dir may be importing now."""
     folder = imports_dir(svc)
-    leftovers = await anyio.to_thread.run_sync(_listing, folder, LEFTOVER_SECONDS)
-    for path in leftovers:
+    listing = await anyio.to_thread.run_sync(_listing, folder)
+    if not listing:
+        return
+    live = await svc.db.read_unit(store_nodes.registered) - {svc.node_id}
+    now = time.time()
+    for path, modified in listing:
         if path == keep:
             continue
-        if path.name.endswith(".journal"):
+        journal = path.name.endswith(JOURNAL)
+        owner = path.name.split(".", 1)[0]
+        # (An older version's journal names no node: only its age tells.)
+        gone = owner.startswith("node_") and owner != svc.node_id and owner not in live
+        if not (alone or (journal and gone)) and now - modified <= LEFTOVER_SECONDS:
+            continue
+        if journal:
             listed = (await anyio.to_thread.run_sync(path.read_text)).split()
             recorded = await svc.db.read_unit(partial(store.recorded_uploads, paths=listed))
             await anyio.to_thread.run_sync(
@@ -354,15 +374,14 @@ async def _clear_leftovers(svc: Services, keep: Path) -> None:
         await _unlink(path)
 
 
-def _listing(folder: Path, older_than: float) -> list[Path]:
+def _listing(folder: Path) -> list[tuple[Path, float]]:
+    """The files in `folder`, each with when it was last written."""
     if not folder.is_dir():
         return []
-    now = time.time()
     found = []
     for path in sorted(folder.iterdir()):
         with contextlib.suppress(FileNotFoundError):
-            if now - path.stat().st_mtime > older_than:
-                found.append(path)
+            found.append((path, path.stat().st_mtime))
     return found
 
 

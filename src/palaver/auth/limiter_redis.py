@@ -6,9 +6,12 @@ nodes; the time is Redis' own (`TIME`), so that nodes whose clocks disagree stil
 bucket. Every key expires once it would be back to its empty state (a full bucket, no attempts
 in the window), so nothing is kept for people who went away.
 
-While Redis cannot be reached, messages are let through (chat stays usable; the limit is
-protection, not the service) and logins are refused for a moment (guessing must not get easier
-when Redis is down). docs/SCALING.md says why.
+While Redis cannot be reached, messages are counted against a budget of this node's own, the
+same as the shared one (chat stays usable, and a flood is still held: across N nodes at most N
+times the budget instead of no limit at all), and logins are refused for a moment (guessing must
+not get easier when Redis is down). Once Redis answers, the shared budget is back. An outage is
+logged when it begins and when it ends, not for every request. docs/SCALING.md and
+docs/FAULTS.md say why.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 
 from redis.exceptions import RedisError
 
-from palaver.auth.limiter import Decision
+from palaver.auth.limiter import Decision, MemoryRateLimiter
 from palaver.redis_client import connect
 
 log = logging.getLogger(__name__)
@@ -79,14 +82,28 @@ class RedisRateLimiter:
         self._prefix = f"{namespace}:limit:"
         self._take = self._redis.register_script(_TAKE)
         self._reserve = self._redis.register_script(_RESERVE)
+        self._local = MemoryRateLimiter()
+        """The budgets while Redis is away."""
+        self._away = False
+
+    def _unreachable(self, exc: Exception, meanwhile: str) -> None:
+        if not self._away:
+            self._away = True
+            log.warning("rate limiter unreachable (%s); %s until Redis is back", exc, meanwhile)
+
+    def _reachable(self) -> None:
+        if self._away:
+            self._away = False
+            log.warning("rate limiter reaches Redis again; budgets are shared again")
 
     async def take(self, key: str, per_minute: int, burst: int) -> Decision:
         rate = per_minute / 60.0
         try:
             allowed, left = await self._take(keys=[self._prefix + key], args=[per_minute, burst])
         except (RedisError, OSError) as exc:
-            log.warning("rate limiter unreachable (%s); letting a request through", exc)
-            return Decision(True, per_minute, burst - 1, 0.0, 0.0)
+            self._unreachable(exc, "this node keeps the message budgets")
+            return await self._local.take(key, per_minute, burst)
+        self._reachable()
         tokens = float(left)
         return Decision(
             allowed=bool(allowed),
@@ -101,15 +118,16 @@ class RedisRateLimiter:
         try:
             wait = await self._reserve(keys=[self._prefix + key], args=[window, limit, member])
         except (RedisError, OSError) as exc:
-            log.warning("rate limiter unreachable (%s); refusing an attempt for now", exc)
+            self._unreachable(exc, "logins are refused")
             return UNREACHABLE_RETRY
+        self._reachable()
         return max(0.0, float(wait))
 
     async def release_attempt(self, key: str) -> None:
         try:
             await self._redis.zpopmax(self._prefix + key)
         except (RedisError, OSError) as exc:
-            log.warning("rate limiter unreachable (%s); an attempt stays counted", exc)
+            self._unreachable(exc, "attempts stay counted")
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -28,6 +28,12 @@ def user_topic(user_id: str) -> str:
 
 CONTROL = "control"
 
+EVENTS_MISSED: Event = {"type": "events_missed"}
+"""On `CONTROL`: this node may have missed events (its Redis subscription was lost, or events
+were not sent while Redis was away). Whatever a node keeps from events is then unsure: its
+caches are dropped, and its sockets are closed so that their clients reconnect and catch up
+from history. docs/FAULTS.md says why."""
+
 
 class EventBus(Protocol):
     async def publish(self, topic: str, event: Event) -> None:

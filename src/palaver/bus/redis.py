@@ -19,9 +19,12 @@ nodes of a rolling upgrade still hear each other.
 
 Publishing enqueues in a bounded queue (a slow Redis slows the publishers instead of filling
 memory); one writer sends what is queued in pipelined batches, in queue order. Delivery is at
-most once: while Redis is unreachable events are dropped and counted (a subscriber that is away
-misses them anyway; the data is in the database), and both the writer and the subscription come
-back by themselves with growing pauses. docs/SCALING.md says more.
+most once: while Redis is unreachable events are not sent (a subscriber that is away misses
+them anyway; the data is in the database) but handed to this node's own listeners, and both the
+writer and the subscription come back by themselves with growing pauses. What was missed is
+then announced (`EVENTS_MISSED`): by the reader to its own node once it has subscribed again,
+and by the writer through Redis to every node once it can publish again. docs/SCALING.md and
+docs/FAULTS.md say more.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from palaver.bus.base import Event, Listener, deliver, done
+from palaver.bus.base import CONTROL, EVENTS_MISSED, Event, Listener, deliver, done
 from palaver.redis_client import connect
 
 log = logging.getLogger(__name__)
@@ -99,8 +102,14 @@ class RedisBus:
         await (await self.enqueue(topic, event))
 
     async def enqueue(self, topic: str, event: Event) -> asyncio.Future[None]:
-        if self._closed or not self._reachable:
+        if self._closed:
             self._dropped += 1
+            return done()
+        if not self._reachable:
+            # Never sent, so never heard back: this node's sockets and caches have it at once,
+            # the others' catch up once Redis is back.
+            self._dropped += 1
+            deliver(self._listeners, topic, event)
             return done()
         self._seq += 1
         seq = self._seq
@@ -198,7 +207,8 @@ class RedisBus:
                     self._pubsub = await self._subscribe()
                     # What was published while away is lost; what comes next is heard.
                     self._give_up(list(self._echoes))
-                    log.info("subscribed to Redis again; events sent meanwhile were missed")
+                    log.warning("subscribed to Redis again; events sent meanwhile were missed")
+                    deliver(self._listeners, CONTROL, EVENTS_MISSED)
                     pause = FIRST_PAUSE
                     pinged = False
                 pubsub = self._pubsub
@@ -255,6 +265,11 @@ class RedisBus:
                 for _ in batch:
                     self._outbox.task_done()
 
+    def _missed(self) -> bytes:
+        """The `EVENTS_MISSED` announcement, sent directly: nobody waits for its echo."""
+        self._seq += 1
+        return orjson.dumps([self._node, [self._seq, time.time()], EVENTS_MISSED])
+
     async def _send(self, batch: list[_Outgoing]) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
             for channel, data, _ in batch:
@@ -262,8 +277,11 @@ class RedisBus:
             await pipe.execute()
 
     async def _outage(self, exc: Exception, pause: float) -> None:
-        """Drop what is queued, and whatever is published, until Redis answers again."""
-        log.warning("could not publish to Redis (%s); dropping events until it is back", exc)
+        """Drop what is queued (part of it may have reached Redis), and send nothing of what is
+        published, until Redis answers again; then tell every node that events were missed."""
+        log.warning(
+            "could not publish to Redis (%s); events reach this node only until it is back", exc
+        )
         self._reachable = False
         began = time.monotonic()
         while True:
@@ -276,12 +294,14 @@ class RedisBus:
             pause = min(pause * 2, LONGEST_PAUSE)
             try:
                 await self._redis.ping()
+                # Nodes that kept their subscription did not hear what was not sent.
+                await self._redis.publish(self._prefix + CONTROL, self._missed())
                 break
             except (RedisError, OSError):
                 continue
         self._reachable = True
         log.warning(
-            "Redis is back after %.1f s; %d events were dropped",
+            "Redis is back after %.1f s; %d events were not sent to the other nodes",
             time.monotonic() - began,
             self._dropped,
         )

@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_TRY_LATER = 1013
+CLOSE_CATCH_UP = 1012
+"""Service Restart: events for the socket may have been missed (Redis was away), so it is
+closed, and its client reconnects and catches up from history as after any reconnect."""
 
 
 @dataclass(eq=False, slots=True)
@@ -190,7 +193,12 @@ class Hub:
 
     def _control(self, event: Event) -> None:
         kind = event.get("type")
-        if kind == "revoke":
+        if kind == "events_missed":
+            for conn in list(self._connections):
+                conn.kill(CLOSE_CATCH_UP)
+            # A reply whose end was missed must not be replayed to a later subscriber.
+            self._streams.clear()
+        elif kind == "revoke":
             hashes = set(event.get("tokenHashes", ()))
             users = set(event.get("userIds", ()))
             for conn in list(self._connections):

@@ -45,6 +45,11 @@ def beat(conn: Connection, node_id: str, now: datetime) -> bool:
     return False
 
 
+def registered(conn: Connection) -> set[str]:
+    """The ids of the nodes in the registry: running, or dead and not yet swept."""
+    return set(conn.execute(select(nodes.c.id)).scalars())
+
+
 async def remove(conn: AsyncConnection, node_id: str) -> None:
     await conn.execute(delete(nodes).where(nodes.c.id == node_id))
 

@@ -76,10 +76,11 @@ class Part:
 
 
 class TextParts:
-    """One agent's phrase parts, valid while FTS5's structure record is `stamp`; the least
-    recently used are dropped beyond `limit_bytes`."""
+    """One agent's phrase parts, valid while FTS5's structure record (on PostgreSQL, the
+    agent's `text_stamps` counter) is `stamp`; the least recently used are dropped beyond
+    `limit_bytes`."""
 
-    def __init__(self, stamp: bytes | None, limit_bytes: int) -> None:
+    def __init__(self, stamp: bytes | int | None, limit_bytes: int) -> None:
         self.stamp = stamp
         self._limit = limit_bytes
         self._parts: OrderedDict[str, Part] = OrderedDict()
@@ -97,14 +98,20 @@ class TextParts:
         with self._lock:
             return phrase in self._parts
 
-    def part(self, conn: Connection, table: str, phrase: str) -> Part:
-        """The phrase's part, asked of FTS5 unless kept; `conn` must be the read transaction
-        that read `stamp`."""
+    def kept(self, phrase: str) -> Part | None:
+        """The phrase's part if kept (now the most recently used)."""
         with self._lock:
             found = self._parts.get(phrase)
             if found is not None:
                 self._parts.move_to_end(phrase)
-                return found
+            return found
+
+    def part(self, conn: Connection, table: str, phrase: str) -> Part:
+        """The phrase's part, asked of FTS5 unless kept; `conn` must be the read transaction
+        that read `stamp`."""
+        found = self.kept(phrase)
+        if found is not None:
+            return found
         fetched = _fetch(conn, table, phrase)
         self.keep(phrase, fetched)
         return fetched

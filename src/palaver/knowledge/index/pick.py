@@ -21,11 +21,11 @@ def search_index(
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     shared_bus: EventBus | None = None,
 ) -> SearchIndex:
-    """The index for `db`; the cache bounds concern the SQLite adapter's matrices alone (the
-    PostgreSQL one keeps no vectors in the process). `shared_bus` is the bus of nodes that
-    share a SQLite file, on which its matrices' changes are announced."""
+    """The index for `db`. `cache_bytes` bounds the SQLite adapter's matrices and text parts,
+    and the PostgreSQL one's text parts (it keeps no vectors in the process); `shared_bus` is
+    the bus of nodes that share a SQLite file, on which its matrices' changes are announced."""
     if db.is_sqlite:
         return SqliteSearchIndex(
             db, cache_bytes=cache_bytes, idle_seconds=idle_seconds, bus=shared_bus
         )
-    return PostgresSearchIndex(db)
+    return PostgresSearchIndex(db, cache_bytes=cache_bytes)

@@ -322,10 +322,16 @@ class SqliteSearchIndex:
         if event.get("type") == "agent_deleted":
             self.forget(event["agentId"])
         elif event.get("type") == "vectors_changed" and event.get("node") != self._node:
-            agent_id, kind = event["agentId"], event["kind"]
-            self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
-            self._matrices.pop((agent_id, kind), None)
-            self._used.pop((agent_id, kind), None)
+            self._drop_matrix(event["agentId"], event["kind"])
+        elif event.get("type") == "events_missed":
+            # A change announced meanwhile may have been missed: every matrix is read again.
+            for agent_id, kind in list(self._matrices):
+                self._drop_matrix(agent_id, kind)
+
+    def _drop_matrix(self, agent_id: str, kind: Kind) -> None:
+        self._generations[agent_id] = self._generations.get(agent_id, 0) + 1
+        self._matrices.pop((agent_id, kind), None)
+        self._used.pop((agent_id, kind), None)
 
     def cached_bytes(self) -> int:
         matrices = sum(matrix.nbytes for matrix in self._matrices.values())

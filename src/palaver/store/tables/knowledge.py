@@ -13,6 +13,7 @@ import hashlib
 import re
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     ForeignKey,
     Index,
@@ -119,6 +120,17 @@ vectors = Table(
 """One float32 vector per chunk or memory. `channel_id` and `type` copy the memory's own (for
 a chunk, `type` holds its document's visibility) so that filtered search needs no join;
 `embedder` and `dim` tell current vectors from stale ones."""
+
+
+text_stamps = Table(
+    "text_stamps",
+    metadata,
+    Column("agent_id", String(40), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
+    Column("stamp", BigInteger, nullable=False),
+)
+"""PostgreSQL: a counter per agent, moved in the transaction of every change to its chunks'
+words, under which each node keeps the BM25-like parts of the words it was searched for (the
+SQLite index reads FTS5's own structure record for the same purpose and leaves this empty)."""
 
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
