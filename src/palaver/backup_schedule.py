@@ -1,14 +1,15 @@
 """The backup schedule (`settings.backups`): every node looks, one makes each backup.
 
 Each node's runner finds the newest run and, when the next is due (`every` after the last one
-began; at once when there is none, or when the last was interrupted), claims it: a
-`backup_runs` row that names the run before it, unique, so that of the nodes finding the same
-backup due, one wins and the others fail on the key. The winner makes the backup with the code
-of `palaver backup` (one snapshot, streamed, `FILE.partial` then renamed) on a thread, records
-its result, and removes the oldest scheduled backups beyond `keep`. A run carries its node's
-id as its lease: a node that dies making one has it stored as interrupted by the sweeper (at a
-start when alone), and the next is due at once. A failure (a folder that cannot be written, a
-database that cannot be read) is recorded, logged and shown to the owner; the loop goes on.
+began, at most 10 minutes after a failed one; at once when there is none, or when the last was
+interrupted), claims it: a `backup_runs` row that names the run before it, unique, so that of
+the nodes finding the same backup due, one wins and the others fail on the key. The winner
+makes the backup with the code of `palaver backup` (one snapshot, streamed, `FILE.partial` then
+renamed) on a thread, records its result, and removes the oldest scheduled backups beyond
+`keep`. A run carries its node's id as its lease: a node that dies making one has it stored as
+interrupted by the sweeper (at a start when alone), and the next is due at once. A failure (a
+folder that cannot be written, a database that cannot be read) is recorded, logged and shown to
+the owner; the loop goes on.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ LOOK_SECONDS = 30.0
 """The runner looks at the schedule at least this often (a change of settings wakes it too)."""
 MIN_SLEEP = 0.05
 RETRY_AFTER_ERROR = 5.0
+RETRY_FAILED = timedelta(minutes=10)
+"""A backup that failed is tried again this long after it began, if `every` is longer."""
 STOP_WAIT_SECONDS = 30.0
 """How long a node's stop waits for a backup it is making to give up."""
 
@@ -81,9 +84,12 @@ class _Stoppable:
 
 
 def due_after(last: BackupRun | None, every: timedelta, now: datetime) -> datetime:
-    """When the backup after `last` is due."""
+    """When the backup after `last` is due: `every` after it began; sooner after a failure
+    (the owner may have fixed the folder meanwhile); at once after none or an interruption."""
     if last is None or last.status == "interrupted":
         return now
+    if last.status == "failed":
+        return last.started_at + min(every, RETRY_FAILED)
     return last.started_at + every
 
 
