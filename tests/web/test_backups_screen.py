@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support import Api, Guest, Server, wait_until
-from tests.web.conftest import DESKTOP, PHONE, Browse, Shot, log_in
-from tests.web.test_accessibility import serious
+from tests.web.admin_pictures import accessible_and_pictured
+from tests.web.conftest import Browse, Shot, log_in
 
 SLOW = 20_000
 """Milliseconds to wait for what the screen shows after a backup: it looks every 5 s."""
@@ -115,21 +115,4 @@ def test_the_backups_screen_is_accessible_and_pictured(
     log_in(page, backups_server.owner_key, "/admin/backups")
     expect(files(page)).to_have_count(3)
     expect(page.get_by_label("Every")).to_have_value("1d")
-    for viewport in (DESKTOP, PHONE):
-        page.set_viewport_size(viewport)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            assert serious(page) == [], (viewport, scheme)
-    page.set_viewport_size(DESKTOP)
-    page.emulate_media(color_scheme="light")
-    page.evaluate("document.querySelector('.content')?.scrollTo(0, 0)")
-    page.mouse.move(0, 0)
-    page.wait_for_timeout(150)
-    shoot(page, "admin-backups-desktop-light")
-    page.emulate_media(color_scheme="dark")
-    page.wait_for_timeout(100)
-    shoot(page, "admin-backups-desktop-dark")
-    page.emulate_media(color_scheme="light")
-    page.set_viewport_size(PHONE)
-    page.wait_for_timeout(150)
-    shoot(page, "admin-backups-phone-light")
+    accessible_and_pictured(page, shoot, "admin-backups")
