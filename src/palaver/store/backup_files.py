@@ -33,11 +33,12 @@ def name_for(at: datetime) -> str:
 
 
 def listed(folder: Path) -> list[BackupFile]:
-    """The scheduled backups in `folder`, newest first; none when the folder is not there."""
+    """The scheduled backups in `folder`, newest first; none when the folder is not there or
+    cannot be read (the last run's result says why)."""
     found: list[BackupFile] = []
     try:
         entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
         return []
     for entry in entries:
         match = _NAME.match(entry.name)
@@ -45,7 +46,7 @@ def listed(folder: Path) -> list[BackupFile]:
             continue
         try:
             size = entry.stat(follow_symlinks=False).st_size
-        except FileNotFoundError:
+        except OSError:
             continue
         at = datetime.strptime(match.group(1), _STAMP).replace(tzinfo=UTC)
         found.append(BackupFile(entry.name, size, at))
