@@ -165,6 +165,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/api/usage", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/audit?limit=5&action=agent.", admin=True, errors=_e(403)),
     Endpoint("GET", "/api/settings", admin=True, errors=_e(403)),
+    Endpoint("GET", "/api/backups", admin=True, errors=_e(403)),
     Endpoint(
         "PUT",
         "/api/settings",

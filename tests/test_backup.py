@@ -612,8 +612,11 @@ def test_scheduled_backups_into_a_folder_keep_the_newest(tmp_path: Path) -> None
     (folder / "palaver-20251231-030000.zip.partial").write_bytes(b"cut")
     os.utime(folder / "palaver-20251231-030000.zip.partial", (0, 0))
     (folder / "keep-me.txt").write_text("not ours")
+    scheduled = "palaver-2025-12-01T030000Z.zip"
+    (folder / scheduled).write_bytes(b"made by the in-app schedule")
     _rotate(folder, 3, folder / names[-1])
-    assert sorted(p.name for p in folder.iterdir()) == ["keep-me.txt", *names[-3:]]
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == sorted(["keep-me.txt", *names[-3:], scheduled])
 
 
 def test_backup_into_a_folder_names_the_file_by_its_time_and_skips_uploads_arriving(

@@ -31,6 +31,7 @@ from palaver.store import messages as messages_store
 from palaver.store import migrate
 from palaver.store import nodes as nodes_store
 from palaver.store.chains import Chain, Step
+from palaver.store.tables.backups import backup_runs
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.core import agents, channels, nodes, reply_drafts
 from palaver.store.tables.knowledge import documents
@@ -256,6 +257,42 @@ async def test_the_sweeper_never_takes_the_work_of_a_live_node_nor_its_own(node:
     )
     assert await _node_ids(node) == {node.id, "node_live"}
     assert node.events == []
+
+
+async def _backup_runs(node: Node) -> dict[str, str]:
+    async with node.svc.db.read() as conn:
+        rows = await conn.execute(select(backup_runs.c.node_id, backup_runs.c.status))
+        return {row.node_id: row.status for row in rows}
+
+
+async def test_the_sweeper_stores_a_dead_nodes_backup_as_interrupted_and_leaves_a_live_ones(
+    node: Node,
+) -> None:
+    await _register(node, node.id, LIVE)
+    await _register(node, "node_live", LIVE)
+    await _register(node, "node_dead", DEAD)
+    for owner in ("node_dead", "node_live", node.id):
+        async with node.svc.db.write() as tx:
+            await tx.conn.execute(
+                insert(backup_runs).values(
+                    id=new_id("backup"),
+                    follows=f"after-{owner}",
+                    node_id=owner,
+                    started_at=utcnow() - timedelta(seconds=DEAD),
+                    status="running",
+                    file=f"{owner}.zip",
+                )
+            )
+
+    assert await node.lease.anything_lost()
+    taken = await node.lease.take_over()
+
+    assert (taken.backups, taken.nodes) == (1, ["node_dead"])
+    assert await _backup_runs(node) == {
+        "node_dead": "interrupted",
+        "node_live": "running",
+        node.id: "running",
+    }
 
 
 async def test_work_of_a_node_gone_from_the_registry_is_taken_once_it_has_not_moved_for_a_lease(

@@ -26,6 +26,7 @@ from palaver.api import (
     admin,
     agents,
     audit,
+    backups,
     chains,
     channel_transfer,
     channels,
@@ -47,6 +48,7 @@ from palaver.api.body_limit import BodyLimit
 from palaver.api.request_metrics import RequestMetrics
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
+from palaver.backup_schedule import BackupRunner
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.bus.inproc import InProcessBus
 from palaver.config import Config
@@ -136,6 +138,8 @@ def build_services(config: Config) -> Services:
             lambda: settings.current.limits.guestSchedules,
         )
     )
+    svc.backups = BackupRunner(svc)
+    settings.listeners.append(svc.backups.wake)
     if counting:
         _count(svc)
     return svc
@@ -197,12 +201,14 @@ def create_app(config: Config) -> FastAPI:
             await lease.stop()  # no heartbeat outlives a start that failed
             raise
         svc.scheduler.start()
+        svc.backups.start()
         warming = asyncio.create_task(warm_up(svc.db, svc.embedder))
         try:
             yield
         finally:
             await warming
             await svc.scheduler.aclose()
+            await svc.backups.aclose()
             await svc.dispatcher.shutdown()
             await svc.chains.shutdown()
             await lease.stop()
@@ -250,6 +256,7 @@ def create_app(config: Config) -> FastAPI:
         search.router,
         usage.router,
         audit.router,
+        backups.router,
         tools.router,
         ws.router,
     ):

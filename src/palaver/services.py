@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from palaver.agents.dispatch import Dispatcher
     from palaver.agents.recall import Rerankers
     from palaver.agents.scheduler import Scheduler
+    from palaver.backup_schedule import BackupRunner
 
 MessageHandler = Callable[[Message, Channel], Awaitable[None]]
 
@@ -54,6 +55,7 @@ class Services:
     chains: ChainCoordinator = field(init=False)
     rerankers: Rerankers = field(init=False)
     scheduler: Scheduler = field(init=False)
+    backups: BackupRunner = field(init=False)
     message_search: MessageSearch = field(init=False)
     owner_key_tag: str = ""
     owner_id: str = ""

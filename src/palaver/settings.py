@@ -9,7 +9,14 @@ import re
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 SECRET_MASK = "••••"  # noqa: S105 - the mask shown in place of a secret, not a secret
@@ -131,6 +138,52 @@ class Budgets(_Strict):
     """The whole install."""
 
 
+EVERY_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_EVERY = re.compile(r"^([1-9][0-9]{0,6})([smhd])$")
+MAX_EVERY_SECONDS = 366 * 86400
+
+
+def every_seconds(every: str) -> int:
+    """The seconds of a backup period such as "6h" (a whole number and one of s, m, h, d)."""
+    match = _EVERY.match(every)
+    assert match is not None, every
+    return int(match.group(1)) * EVERY_UNITS[match.group(2)]
+
+
+class BackupSchedule(_Strict):
+    """The backups one node of the install makes by itself (docs/BACKUP.md)."""
+
+    every: str | None = Field(default=None, max_length=16)
+    """How often: a whole number and a unit, `30m`, `6h`, `1d`; null is no schedule."""
+    keep: int = Field(default=7, ge=1, le=1000)
+    """How many of the scheduled backups to keep: the oldest beyond it are removed."""
+    dir: str | None = Field(default=None, max_length=4096)
+    """An absolute folder; null is `<data dir>/backups`."""
+
+    @field_validator("every")
+    @classmethod
+    def _period(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if _EVERY.match(value) is None:
+            raise PydanticCustomError(
+                "backup_every",
+                "a whole number and a unit: s, m, h or d (30m, 6h, 1d), or null for none",
+            )
+        if every_seconds(value) > MAX_EVERY_SECONDS:
+            raise PydanticCustomError("backup_every", "at most 366 days")
+        return value
+
+    @field_validator("dir")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith("/") or "\0" in value:
+            raise PydanticCustomError("backup_dir", "an absolute folder, such as /var/backups")
+        return value
+
+
 class Settings(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     defaultModel: str = "builtin/echo"
@@ -144,6 +197,7 @@ class Settings(_Strict):
     prices: dict[str, Price] = Field(default_factory=dict)
     """Per model, as agents name it (`<provider id>/<model name>`)."""
     budgets: Budgets = Field(default_factory=Budgets)
+    backups: BackupSchedule = Field(default_factory=BackupSchedule)
 
 
 _MODEL = re.compile(r"^([A-Za-z0-9_.-]+)/(\S.*)$")

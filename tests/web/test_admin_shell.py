@@ -9,7 +9,7 @@ from tests.support import Api, Guest, Server, unique
 from tests.web.conftest import Browse, Shot, log_in
 from tests.web.test_accessibility import serious
 
-SECTIONS = ("Agents", "Schedules", "Settings", "Guests", "Usage", "Audit log")
+SECTIONS = ("Agents", "Schedules", "Settings", "Guests", "Usage", "Audit log", "Backups")
 PHONE_390 = {"width": 390, "height": 844}
 
 
@@ -42,6 +42,7 @@ def test_guest_typing_an_admin_address_gets_nothing(
             "/admin/guests",
             "/admin/usage",
             "/admin/audit",
+            "/admin/backups",
         ):
             page.goto(path)
             expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.search_servers import FakeSearchServer
 from tests.support import Api, Guest, Server, unique
-from tests.web.conftest import DESKTOP, PHONE, Browse, Shot, agent, configure, log_in
-from tests.web.test_accessibility import serious
+from tests.web.admin_pictures import accessible_and_pictured
+from tests.web.conftest import Browse, Shot, agent, configure, log_in
 
 
 @pytest.fixture(scope="module")
@@ -167,21 +167,4 @@ def test_the_audit_screen_is_accessible_and_pictured(
         page = browse.page(server=audit_server)
         log_in(page, audit_server.owner_key, "/admin/audit")
         expect(rows(page).first).to_contain_text("login.succeeded")
-        for viewport in (DESKTOP, PHONE):
-            page.set_viewport_size(viewport)
-            for scheme in ("light", "dark"):
-                page.emulate_media(color_scheme=scheme)
-                assert serious(page) == [], (viewport, scheme)
-        page.set_viewport_size(DESKTOP)
-        page.emulate_media(color_scheme="light")
-        page.evaluate("document.querySelector('.content')?.scrollTo(0, 0)")
-        page.mouse.move(0, 0)
-        page.wait_for_timeout(150)
-        shoot(page, "admin-audit-desktop-light")
-        page.emulate_media(color_scheme="dark")
-        page.wait_for_timeout(100)
-        shoot(page, "admin-audit-desktop-dark")
-        page.emulate_media(color_scheme="light")
-        page.set_viewport_size(PHONE)
-        page.wait_for_timeout(150)
-        shoot(page, "admin-audit-phone-light")
+        accessible_and_pictured(page, shoot, "admin-audit")

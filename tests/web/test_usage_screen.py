@@ -21,8 +21,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.script import text
 from tests.fakes.search_servers import FakeSearchServer
 from tests.support import Api, Guest, Server, post, sql, unique, wait_until
+from tests.web.admin_pictures import accessible_and_pictured
 from tests.web.conftest import DESKTOP, PHONE, Browse, Shot, agent, channel, configure, log_in
-from tests.web.test_accessibility import serious
 
 PRICED = "fake/gpt-test"
 PRICE = {"input": 3.0, "output": 15.0}
@@ -384,24 +384,7 @@ def test_the_usage_screen_is_accessible_and_pictured(
         expect(page.get_by_test_id("budget").filter(has_text="Researcher")).to_contain_text(
             "Over 80%"
         )
-        for viewport in (DESKTOP, PHONE):
-            page.set_viewport_size(viewport)
-            for scheme in ("light", "dark"):
-                page.emulate_media(color_scheme=scheme)
-                assert serious(page) == [], (viewport, scheme)
-        page.set_viewport_size(DESKTOP)
-        page.emulate_media(color_scheme="light")
-        page.evaluate("document.querySelector('.content')?.scrollTo(0, 0)")
-        page.mouse.move(0, 0)
-        page.wait_for_timeout(150)
-        shoot(page, "admin-usage-desktop-light")
-        page.emulate_media(color_scheme="dark")
-        page.wait_for_timeout(100)
-        shoot(page, "admin-usage-desktop-dark")
-        page.emulate_media(color_scheme="light")
-        page.set_viewport_size(PHONE)
-        page.wait_for_timeout(150)
-        shoot(page, "admin-usage-phone-light")
+        accessible_and_pictured(page, shoot, "admin-usage")
         page.set_viewport_size(DESKTOP)
         page.get_by_role("heading", name="Budgets this month").scroll_into_view_if_needed()
         page.wait_for_timeout(100)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,11 +26,18 @@ class SettingsHolder:
         self._db = db
         self._bus = bus
         self.current = Settings()
+        self.listeners: list[Callable[[], None]] = []
+        """Told when the settings held change (here or, through a reload, on another node)."""
 
     async def reload(self) -> Settings:
         async with self._db.read() as conn:
             self.current = await settings_store.load(conn)
+        self._tell()
         return self.current
+
+    def _tell(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     async def update(self, patch: dict[str, Any], by: Actor) -> Settings:
         async with self._db.write() as tx:
@@ -52,6 +60,7 @@ class SettingsHolder:
                 await by.add(tx.conn, action, target, changes)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated
+        self._tell()
         return updated
 
 

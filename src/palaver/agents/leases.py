@@ -5,8 +5,9 @@ With several nodes (on Redis), each beats every `node_heartbeat_seconds` and swe
 `node_sweep_seconds`: a read first, and only when it finds something lost, one transaction in
 which the reply drafts, running chains and documents being indexed whose node is dead (no
 heartbeat for `node_lease_seconds`) are stored as interrupted, paused and marked failed, as a
-restart does, and the dead nodes' rows are removed. The design, timings and guarantees are
-in docs/SCALING.md.
+restart does, a scheduled backup it was making is stored as interrupted (the next is then
+due), and the dead nodes' rows are removed. The design, timings and guarantees are in
+docs/SCALING.md.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from sqlalchemy import and_
 from palaver.agents.dispatch import store_interrupted
 from palaver.knowledge import documents as documents_store
 from palaver.services import Services
+from palaver.store import backup_runs as backup_runs_store
 from palaver.store import nodes as nodes_store
 from palaver.store.faults import log_failure
+from palaver.store.tables.backups import backup_runs
 from palaver.store.tables.base import utcnow
 from palaver.store.tables.chains import chains
 from palaver.store.tables.core import nodes, reply_drafts
@@ -41,6 +44,7 @@ class Taken:
     chains: int
     documents: int
     nodes: list[str]
+    backups: int = 0
 
 
 class NodeLease:
@@ -95,8 +99,11 @@ class NodeLease:
             failed = await documents_store.fail_interrupted(
                 tx.conn, None if everything else lost.documents
             )
+            backups = await backup_runs_store.interrupt(
+                tx.conn, None if everything else lost.backups, now
+            )
             dead = await nodes_store.remove_dead(tx.conn, me, None if everything else cutoff)
-        return Taken(replies, paused, failed, dead)
+        return Taken(replies, paused, failed, dead, backups)
 
     async def anything_lost(self) -> bool:
         """Whether a sweep would find work to take or a dead node: one read, so that a quiet
@@ -109,6 +116,7 @@ class NodeLease:
                     (reply_drafts, lost.drafts),
                     (chains, lost.chains),
                     (documents, and_(documents.c.status == "indexing", lost.documents)),
+                    (backup_runs, and_(backup_runs.c.status == "running", lost.backups)),
                     (nodes, lost.dead_nodes),
                 ],
             )
@@ -132,14 +140,15 @@ class NodeLease:
         if not await self.anything_lost():
             return
         taken = await self.take_over()
-        if taken.nodes or taken.replies or taken.chains or taken.documents:
+        if taken.nodes or taken.replies or taken.chains or taken.documents or taken.backups:
             log.warning(
                 "took over from dead nodes %s: %d replies stored as interrupted, %d chains "
-                "paused, %d documents' indexing failed",
+                "paused, %d documents' indexing failed, %d backups stored as interrupted",
                 ", ".join(taken.nodes) or "(gone)",
                 taken.replies,
                 taken.chains,
                 taken.documents,
+                taken.backups,
             )
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
@@ -161,5 +170,8 @@ class _Lost:
         self.chains = nodes_store.lost(chains.c.node_id, chains.c.updated_at, me, cutoff, unowned)
         self.documents = nodes_store.lost(
             documents.c.node_id, documents.c.created_at, me, cutoff, unowned
+        )
+        self.backups = nodes_store.lost(
+            backup_runs.c.node_id, backup_runs.c.started_at, me, cutoff, unowned
         )
         self.dead_nodes = and_(nodes.c.heartbeat_at < cutoff, nodes.c.id != me)

@@ -455,3 +455,60 @@ class AuditEntry(Shape):
 
 class AuditLog(Shape):
     entries: list[AuditEntry]
+
+
+class BackupScheduleShown(Shape):
+    every: str | None
+    """How often: a whole number and a unit (s, m, h, d): `6h`, `1d`; null: no schedule."""
+    keep: int
+    """How many scheduled backups are kept; the oldest beyond it are removed."""
+    dir: str | None
+    """The folder as set; null for `<data dir>/backups`."""
+
+
+class BackupRunning(Shape):
+    at: str
+    """When it began."""
+    file: str | None
+    node: str | None
+    """The node making it."""
+
+
+class BackupResult(Shape):
+    at: str
+    """When it began: the moment its snapshot shows, and the time in its name."""
+    finishedAt: str | None
+    status: str
+    """`ok`, `failed`, or `interrupted` (its node stopped or died before it ended)."""
+    ok: bool
+    file: str | None
+    """The file's name in the folder."""
+    bytes: int | None
+    """The file's size; null when it was not made."""
+    error: str | None = None
+    """Why it was not made (present only then): `cannot make the folder /x: Permission
+    denied`."""
+    durationMs: int | None
+    node: str | None
+    """The node that made it."""
+
+
+class BackupFileShown(Shape):
+    name: str
+    bytes: int
+    at: str
+    """The time in its name."""
+
+
+class Backups(Shape):
+    settings: BackupScheduleShown
+    folder: str
+    """The folder the backups go to, as this node resolves it."""
+    running: BackupRunning | None
+    """A backup being made now, on any node."""
+    last: BackupResult | None
+    """The last backup the schedule finished, made or not; null before the first."""
+    next: str | None
+    """When the next is due (a time past: as soon as a node looks); null with no schedule."""
+    files: list[BackupFileShown]
+    """The scheduled backups in the folder as this node sees it, newest first."""

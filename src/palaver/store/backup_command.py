@@ -9,6 +9,7 @@ version, a bad URL). Database URLs are only ever printed with their password mas
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -27,6 +28,9 @@ from palaver.store.urls import backend, shown, sync_url
 NAME_PREFIX = "palaver-"
 STALE_PARTIAL_SECONDS = 24 * 3600
 """A `.partial` file in a `--dir` this old is what a killed backup left: removed."""
+_OURS = re.compile(r"^palaver-\d{8}-\d{6}\.zip$")
+_OURS_PARTIAL = re.compile(r"^palaver-\d{8}-\d{6}\.zip\.(snapshot\.)?partial$")
+"""The names `--dir` gives; only these are rotated (the in-app schedule's are its own)."""
 
 
 def default_database(data_dir: Path) -> str:
@@ -72,9 +76,9 @@ def backup_command(
     except NoSchema as exc:
         return _fail(str(exc), bar)
     except OperationalError as exc:
-        return _fail(f"cannot use {shown(source)}: {_reason(exc, source)}", bar)
+        return _fail(f"cannot use {shown(source)}: {reason(exc, source)}", bar)
     except DBAPIError as exc:
-        _fail(f"the backup failed, no file was written: {_reason(exc, source)}", bar)
+        _fail(f"the backup failed, no file was written: {reason(exc, source)}", bar)
         return 1
     except OSError as exc:
         _fail(f"the backup failed, no file was written: {exc}", bar)
@@ -116,13 +120,13 @@ def _print_backup(report: BackupReport) -> None:
 def _rotate(folder: Path, keep: int, made: Path) -> None:
     """Keep the `keep` newest backups of the folder (by the time in their names), remove the
     older ones and what killed backups left long ago."""
-    ours = sorted(p for p in folder.glob(f"{NAME_PREFIX}*.zip") if p.is_file())
+    ours = sorted(p for p in folder.iterdir() if _OURS.match(p.name) and p.is_file())
     for old in ours[: max(len(ours) - keep, 0)]:
         if old != made:
             old.unlink(missing_ok=True)
             print(f"Removed the old backup {old}.")
     now = time.time()
-    for partial in folder.glob(f"{NAME_PREFIX}*.partial"):
+    for partial in (p for p in folder.iterdir() if _OURS_PARTIAL.match(p.name)):
         if now - partial.stat().st_mtime > STALE_PARTIAL_SECONDS:
             partial.unlink(missing_ok=True)
             print(f"Removed {partial}, left by a backup that did not finish.")
@@ -166,9 +170,9 @@ def restore_command(archive: Path, data_dir: Path, database_url: str | None, qui
         _fail(f"the restore failed and was undone: {exc}", bar)
         return 1
     except OperationalError as exc:
-        return _fail(f"cannot use {shown(target)}: {_reason(exc, target)}", bar)
+        return _fail(f"cannot use {shown(target)}: {reason(exc, target)}", bar)
     except DBAPIError as exc:
-        _fail(f"the restore failed and was undone: {_reason(exc, target)}", bar)
+        _fail(f"the restore failed and was undone: {reason(exc, target)}", bar)
         return 1
     bar.close()
     _print_restore(report)
@@ -209,7 +213,8 @@ def _print_restore(report: RestoreReport) -> None:
         )
 
 
-def _reason(exc: DBAPIError, url: str) -> str:
+def reason(exc: DBAPIError, url: str) -> str:
+    """The database's words for a failure, its password masked."""
     words = " ".join(str(exc.orig).split())
     password = make_url(sync_url(url)).password
     return words.replace(password, "***") if password else words

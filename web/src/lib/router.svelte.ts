@@ -24,6 +24,7 @@ const patterns: [string, string][] = [
   ["adminGuests", "/admin/guests"],
   ["adminUsage", "/admin/usage"],
   ["adminAudit", "/admin/audit"],
+  ["adminBackups", "/admin/backups"],
 ];
 
 /** The owner's screens: for a guest these routes do not exist (the page shows its 404). */

@@ -10,6 +10,7 @@ describe("router", () => {
     expect(match("/")).toEqual({ name: "home", params: {} });
     expect(match("/admin/usage")).toEqual({ name: "adminUsage", params: {} });
     expect(match("/admin/audit")).toEqual({ name: "adminAudit", params: {} });
+    expect(match("/admin/backups")).toEqual({ name: "adminBackups", params: {} });
   });
 
   it("matches a thread under its channel", () => {

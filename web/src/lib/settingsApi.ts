@@ -4,6 +4,7 @@
  * stored secret, so forms send what they were given unless the owner typed a new one.
  */
 import { request } from "./api";
+import type { BackupSchedule } from "./backups";
 import type { Budgets, BudgetsPatch } from "./budgets";
 import type { Channel, User } from "./types";
 
@@ -80,6 +81,7 @@ export interface Settings {
   /** Per model as agents name it, per million tokens (docs/SPEC.md section 13). */
   prices: Record<string, Price>;
   budgets: Budgets;
+  backups: BackupSchedule;
 }
 
 export interface Price {
@@ -96,6 +98,7 @@ export type McpServerPatch = Omit<McpServerConfig, "env" | "headers"> & { env: M
 
 /** A patch: only the parts sent change; a provider or MCP server set to null is removed. */
 export type SettingsPatch = {
+  backups?: Partial<BackupSchedule>;
   providers?: Record<string, ProviderConfig | null>;
   mcpServers?: Record<string, McpServerPatch | null>;
   defaultModel?: string;

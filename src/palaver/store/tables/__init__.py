@@ -2,6 +2,7 @@
 
 from palaver.store.tables import (
     audit,
+    backups,
     chains,
     core,
     knowledge,
@@ -14,6 +15,7 @@ from palaver.store.tables.base import metadata
 
 __all__ = [
     "audit",
+    "backups",
     "chains",
     "core",
     "knowledge",
