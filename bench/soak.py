@@ -39,7 +39,9 @@ import json
 import os
 import random
 import re
+import shutil
 import sqlite3
+import statistics
 import sys
 import time
 import uuid
@@ -82,6 +84,9 @@ UPLOAD_EVERY_S = 10.0
 UPLOAD_BYTES = 64 * 1024
 QUERY_EVERY_S = 10.0
 PING_EVERY_S = 20.0
+JOIN_TIMEOUT_S = 30.0
+FIRING_GRACE_S = 10.0
+LAG_PROBE_S = 0.1
 REPLY_TIMEOUT_S = 60.0
 MEMORY_GROWTH_GOAL = 0.10
 P50_DRIFT_GOAL = (1.5, 2.0)
@@ -185,10 +190,18 @@ class Deployment:
             os.sched_setaffinity(0, {int(LOAD_CORE)})
 
     def stop(self) -> None:
+        """Stop everything, each part whatever the others did; PostgreSQL's folder goes even
+        when pgserver's own removal raced with the server's last writes."""
         for part in (self.nginx, *self.nodes, self.redis, self.pg):
-            if part is not None:
-                with contextlib.suppress(Exception):
-                    part.stop()
+            if part is None:
+                continue
+            try:
+                part.stop()
+            except Exception as exc:
+                print(f"stopping {type(part).__name__}: {exc!r}", file=sys.stderr)
+        if self.pg is not None and self.pg.folder.exists():
+            time.sleep(1)
+            shutil.rmtree(self.pg.folder, ignore_errors=True)
 
     def logged_problems(self) -> list[str]:
         """Lines of the nodes' logs (and nginx's) that tell of a failure."""
@@ -249,7 +262,9 @@ class Listener:
     """One socket: subscribes to its channels, answers nothing but pings, and keeps the ids of
     the `message` events of each channel in the order they came."""
 
-    def __init__(self, name: str, channels: list[str], on_event: Callable[..., None] | None = None):
+    def __init__(
+        self, name: str, channels: list[str], on_event: Callable[..., None] | None = None
+    ) -> None:
         self.name = name
         self.channels = channels
         self.on_event = on_event
@@ -269,12 +284,16 @@ class Listener:
                 pinging = asyncio.create_task(self._ping(ws))
                 stopping = asyncio.create_task(stop.wait())
                 await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                for task in (reading, pinging, stopping):
+                for task in (pinging, stopping):
                     task.cancel()
-                if reading.done() and not reading.cancelled() and reading.exception():
-                    raise reading.exception()  # type: ignore[misc]
-                if reading.done() and not stop.is_set():
-                    self.broken = "the server closed the socket"
+                await asyncio.gather(pinging, stopping, return_exceptions=True)
+                if reading.done():
+                    reading.result()  # raises what ended the reading, if anything did
+                    if not stop.is_set():
+                        self.broken = "the server closed the socket"
+                else:
+                    reading.cancel()
+                    await asyncio.gather(reading, return_exceptions=True)
         except Exception as exc:
             self.broken = f"{type(exc).__name__}: {exc}"
         finally:
@@ -291,7 +310,7 @@ class Listener:
                     self.join_ms = 1000 * (time.monotonic() - began)
                     self.joined.set()
             elif kind == "message" and data.get("channelId") in self.seen:
-                self.seen[data["channelId"]].append(data["id"])
+                self.seen[data["channelId"]].append(sys.intern(data["id"]))
             if self.on_event is not None:
                 self.on_event(kind, data)
 
@@ -299,6 +318,22 @@ class Listener:
         while True:
             await asyncio.sleep(PING_EVERY_S)
             await ws.send(json.dumps({"type": "ping"}))
+
+
+def _share(used: float, elapsed: float | None) -> int | None:
+    """CPU seconds used as a percentage of one core over `elapsed` seconds."""
+    return round(100 * used / elapsed) if elapsed else None
+
+
+def cpu_pressure() -> float | None:
+    """The share of the last minute in which some runnable task of the machine waited for a
+    core (Linux PSI): how much other work competed with the servers and the load."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except OSError:
+        return None
+    found = re.search(r"avg60=([\d.]+)", line)
+    return float(found.group(1)) if found else None
 
 
 async def paced(every: float, until: float, work: Callable[[int], Awaitable[None]]) -> None:
@@ -344,6 +379,7 @@ class Soak:
         self.churned: list[Listener] = []
         self.firings: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
+        self.lags: list[float] = []
         self.mention_events: asyncio.Queue[tuple[str, dict[str, Any], float]] = asyncio.Queue()
         self.streams_open: set[str] = set()
         self.load_ended = 0.0
@@ -393,7 +429,7 @@ class Soak:
         body: dict[str, Any] = answer.json()
         return body
 
-    async def _timed(self, op: str, method: str, path: str, **kwargs: Any) -> Any:
+    async def _timed(self, op: str, method: str, path: str, **kwargs: Any) -> httpx.Response | None:
         """A request of the load: timed when it answers 2xx, recorded as a failure if not."""
         began = time.monotonic()
         try:
@@ -449,7 +485,10 @@ class Soak:
         async def visit(listener: Listener) -> None:
             stop = asyncio.Event()
             running = asyncio.create_task(listener.run(self.dep.ws_url, self.token, stop))
-            await listener.joined.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(listener.joined.wait(), JOIN_TIMEOUT_S)
+            if not listener.join_ms and listener.broken is None:
+                listener.broken = f"not subscribed within {JOIN_TIMEOUT_S} s"
             if listener.broken is None:
                 self.rec.ms("socket_join", listener.join_ms)
                 await asyncio.sleep(random.uniform(*CHURN_STAY_S))
@@ -540,21 +579,41 @@ class Soak:
             paced(UPLOAD_EVERY_S, until, upload), paced(QUERY_EVERY_S, until, query)
         )
 
+    async def probe_lag(self, until: float) -> None:
+        """How late this process's loop wakes up: the load's own delay, which every latency
+        measured here includes."""
+        while time.monotonic() < until:
+            began = time.monotonic()
+            await asyncio.sleep(LAG_PROBE_S)
+            self.lags.append(1000 * (time.monotonic() - began - LAG_PROBE_S))
+
     async def sample_resources(self, until: float) -> None:
-        """Each node's RSS, open files and CPU, at the start and at the end of every minute."""
+        """Each node's RSS, open files and CPU at the start and at the end of every minute;
+        the load's own CPU and loop lag over the minute before (none at the start)."""
         last_cpu = {node.name: node.cpu_seconds() for node in self.dep.nodes}
+        last_own = sum(os.times()[:2])
         last_at = time.monotonic()
         minute = 0
         while True:
             now = time.monotonic()
-            row: dict[str, Any] = {"minute": minute, "nodes": {}}
+            own = sum(os.times()[:2])
+            lags, self.lags = self.lags, []
+            elapsed = now - last_at if minute else None
+            row: dict[str, Any] = {
+                "minute": minute,
+                "nodes": {},
+                "load_cpu_pct": _share(own - last_own, elapsed),
+                "load_lag_p99_ms": round(_pct(lags, 0.99), 1) if lags else None,
+                "cpu_pressure_pct": cpu_pressure(),
+            }
+            last_own = own
             for node in self.dep.nodes:
                 assert node.proc is not None
                 cpu = node.cpu_seconds()
                 row["nodes"][node.name] = {
                     "rss_mib": round(node.rss_bytes() / 2**20, 1),
                     "fds": len(os.listdir(f"/proc/{node.proc.pid}/fd")),
-                    "cpu_pct": round(100 * (cpu - last_cpu[node.name]) / max(now - last_at, 1e-9)),
+                    "cpu_pct": _share(cpu - last_cpu[node.name], elapsed),
                 }
                 last_cpu[node.name] = cpu
             last_at = now
@@ -580,7 +639,9 @@ class Soak:
             for s in self.staying
         ]
         for listener in self.staying:
-            await listener.joined.wait()
+            await asyncio.wait_for(listener.joined.wait(), JOIN_TIMEOUT_S)
+            if listener.broken is not None:
+                raise RuntimeError(f"{listener.name} could not join: {listener.broken}")
         self.baseline = {m[0] for m in self.dep.stored(self.channels())}
         await self.start_schedule()
         self.rec = Recorder()
@@ -594,6 +655,7 @@ class Soak:
             self.mentions(until),
             self.uploads_and_queries(until),
             self.sample_resources(until),
+            self.probe_lag(until),
         )
         self.load_ended = time.time()
         progress.cancel()
@@ -793,10 +855,9 @@ class Soak:
 
     def _schedule_every_minute(self) -> dict[str, Any]:
         due = Counter(f["dueAt"] for f in self.firings)
-        expected = [
-            minute
-            for minute in range(int(self.schedule_made // 60) + 1, int(self.load_ended // 60) + 1)
-        ]
+        # A minute that came due in the load's last seconds may have been paused before it ran.
+        last = int((self.load_ended - FIRING_GRACE_S) // 60)
+        expected = list(range(int(self.schedule_made // 60) + 1, last + 1))
         fired = {
             int(datetime.fromisoformat(d.replace("Z", "+00:00")).timestamp() // 60) for d in due
         }
@@ -821,11 +882,14 @@ def _pct(values: list[float], q: float) -> float:
 
 def per_minute(rec: Recorder, minutes: int) -> list[dict[str, Any]]:
     """Each minute's count, p50 and p99 per operation, and its failures."""
+    grouped: dict[tuple[int, str], list[float]] = {}
+    for sample in rec.samples:
+        grouped.setdefault((sample.minute, sample.op), []).append(sample.ms)
     rows = []
     for minute in range(minutes):
         row: dict[str, Any] = {"minute": minute, "ops": {}}
         for op in OPERATIONS:
-            values = [s.ms for s in rec.samples if s.minute == minute and s.op == op]
+            values = grouped.get((minute, op))
             if values:
                 row["ops"][op] = {
                     "count": len(values),
@@ -915,6 +979,10 @@ def goals(checks: list[dict[str, Any]], flat: dict[str, Any]) -> list[dict[str, 
     ]
 
 
+def _or_dash(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
 def _cell(figures: dict[str, Any] | None) -> str:
     return f"{figures['p50_ms']:.0f} / {figures['p99_ms']:.0f}" if figures else "–"
 
@@ -922,6 +990,8 @@ def _cell(figures: dict[str, Any] | None) -> str:
 def markdown(report: dict[str, Any]) -> str:
     flat = report["flatness"]
     node_names = list(report["resources"][0]["nodes"]) if report["resources"] else []
+    pressures = [r["cpu_pressure_pct"] for r in report["resources"][1:] if r["cpu_pressure_pct"]]
+    pressure = f"{statistics.mean(pressures):.0f}%" if pressures else "unknown"
     lines = [
         f"# Soak: {report['minutes']} minutes on {report['setup']} (issue 25)",
         "",
@@ -934,9 +1004,19 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"On {report['machine']}, {report['date']}. Servers on core 0, the load and the fake "
         f"model on core 1. Load average (1, 5, 15 min) {report['load_average']['start']} at "
-        f"the start, {report['load_average']['end']} at the end. The load: {report['plan']}.",
+        f"the start, {report['load_average']['end']} at the end; the machine's CPU pressure "
+        f"(PSI, see the last table) {pressure} on average over the run. The load: "
+        f"{report['plan']}.",
         "",
         "## Verification",
+        "",
+        "Read after the load stopped and the last reply was stored: the message ids answered "
+        "2xx against the database (read directly) and the history API; each socket's `message` "
+        'events against the database. "In order": every socket of a channel heard one order '
+        "(the bus's), in which each poster's posts (each sent after the previous was answered) "
+        "keep the order they were sent. Id order is not asked for: an agent's reply takes its "
+        "id when it starts streaming, before its tool calls, and two nodes take ids by two "
+        "clocks.",
         "",
         "| check | verdict | found |",
         "|---|---|---|",
@@ -982,17 +1062,26 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Each node at the start of each minute (the last row: the end of the load): RSS MiB, "
-        "open file descriptors, CPU % over the minute before.",
+        "open file descriptors, CPU % over the minute before (100: one core); the load's own "
+        "process (this script and the fake model) over the minute before: its CPU %, and how "
+        "late its event loop woke (every latency above includes that); the machine's CPU "
+        "pressure (PSI, `some` over the last minute: the share of time some runnable task "
+        "waited for a core; near 100 means other work competed with this run throughout).",
         "",
-        "| min | " + " | ".join(f"{n} RSS | {n} fds | {n} CPU %" for n in node_names) + " |",
-        "|---" * (1 + 3 * len(node_names)) + "|",
+        "| min | "
+        + " | ".join(f"{n} RSS | {n} fds | {n} CPU %" for n in node_names)
+        + " | load CPU % | load loop lag p99 ms | machine CPU pressure % |",
+        "|---" * (4 + 3 * len(node_names)) + "|",
     ]
     for row in report["resources"]:
         cells = " | ".join(
-            " | ".join(str(row["nodes"][n][k]) for k in ("rss_mib", "fds", "cpu_pct"))
+            " | ".join(_or_dash(row["nodes"][n][k]) for k in ("rss_mib", "fds", "cpu_pct"))
             for n in node_names
         )
-        lines.append(f"| {row['minute']} | {cells} |")
+        load = " | ".join(
+            _or_dash(row[k]) for k in ("load_cpu_pct", "load_lag_p99_ms", "cpu_pressure_pct")
+        )
+        lines.append(f"| {row['minute']} | {cells} | {load} |")
     return "\n".join(lines) + "\n"
 
 
