@@ -38,7 +38,7 @@ class PgServer:
     def __init__(self) -> None:
         # Not under pytest's base temp: its folders are the test user's alone, and
         # PostgreSQL, when the tests run as root, runs as a user of its own.
-        folder = Path(tempfile.mkdtemp(prefix="palaver-pg-"))
+        folder = self.folder = Path(tempfile.mkdtemp(prefix="palaver-pg-"))
         with warnings.catch_warnings():
             # platformdirs warns that XDG_RUNTIME_DIR is unset and falls back to /tmp.
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
