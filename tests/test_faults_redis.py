@@ -5,12 +5,14 @@ and a client on each node follows the channel as the web client does.
 What must hold (docs/FAULTS.md, "Redis restarts"): every post is answered 2xx (stored, never a
 500), each stored once; each client's timeline ends up exactly the channel's history, no message
 heard twice on its sockets and each poster's messages heard in the order posted; the nodes
-subscribe again by themselves and close their sockets (1012) so that the clients catch up; and
-the rate limit is shared by both nodes again afterwards.
+subscribe again by themselves and close their sockets (1012, the reason naming from where to
+catch up) so that the clients catch up; and the rate limit is shared by both nodes again
+afterwards.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -19,8 +21,10 @@ from typing import Any
 
 import httpx
 import pytest
+from ulid import ULID
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from palaver.realtime.hub import MISSED_MARGIN
 from tests.pg_server import PgServer
 from tests.redis_server import RedisServer
 from tests.support import Api, Guest, Server, Ws, history, new_channel, wait_until
@@ -28,6 +32,7 @@ from tests.test_cluster import Cluster, running
 
 DOWN_SECONDS = 2.0
 PAGE = 200
+MISSED = re.compile(r"events missed after (msg_[0-9A-HJKMNP-TV-Z]{26})")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +59,9 @@ class Follower(threading.Thread):
     """A client of one node doing what the web client does: it follows one channel on a
     socket and, after every reconnect, catches up from history (the newest pages, back past the
     newest message it knew: a message of the other node may have a smaller id and be stored
-    later, so `after` the newest alone could leave it out)."""
+    later, so `after` the newest alone could leave it out). After a 1012 close whose reason
+    names a boundary, it pages back past the boundary too: during the outage it heard its own
+    node's messages live, newer than the other node's it missed."""
 
     def __init__(self, node: Server, token: str, channel_id: str) -> None:
         super().__init__(daemon=True)
@@ -63,6 +70,9 @@ class Follower(threading.Thread):
         """Per connection: (id, content) of each `message` event, in the order heard."""
         self.fetched: dict[str, str] = {}
         self.closes: list[int] = []
+        self.reasons: list[str] = []
+        """The reason of each 1012 close."""
+        self.missed_after: str | None = None
         self.following = threading.Event()
         self.done = threading.Event()
         self.failure: BaseException | None = None
@@ -103,9 +113,17 @@ class Follower(threading.Thread):
                         heard.append((data["id"], data["content"]))
             except ConnectionClosed as closed:
                 self.closes.append(closed.rcvd.code if closed.rcvd is not None else 1006)
+                if closed.rcvd is not None and closed.rcvd.code == 1012:
+                    self.reasons.append(closed.rcvd.reason)
+                    found = MISSED.fullmatch(closed.rcvd.reason)
+                    if found:
+                        boundary = found[1]
+                        self.missed_after = min(boundary, self.missed_after or boundary)
 
     def _catch_up(self, api: Api) -> None:
         known = max(self.timeline(), default="")
+        if self.missed_after is not None:
+            known = min(known, self.missed_after)
         before: str | None = None
         while True:
             params: dict[str, Any] = {"channelId": self.channel_id, "limit": PAGE}
@@ -114,6 +132,7 @@ class Follower(threading.Thread):
             page = api.ok("GET", "/api/messages", params=params)["messages"]
             self.fetched.update((m["id"], m["content"]) for m in page)
             if len(page) < PAGE or page[0]["id"] <= known:
+                self.missed_after = None
                 return
             before = page[0]["id"]
 
@@ -179,10 +198,10 @@ def test_redis_restarted_under_load_loses_nothing_and_clients_catch_up(
             poster.start()
         time.sleep(1.0)
         redis.stop()
-        down_from = time.monotonic()
+        down_from, stopped_at = time.monotonic(), time.time()
         time.sleep(DOWN_SECONDS)
         redis.start()
-        back_at = time.monotonic()
+        back_at, started_at = time.monotonic(), time.time()
         # Both nodes subscribe again and close their sockets; the clients come back.
         wait_until(
             lambda: all(1012 in f.closes and len(f.heard) >= 2 for f in followers),
@@ -225,6 +244,13 @@ def test_redis_restarted_under_load_loses_nothing_and_clients_catch_up(
         assert len(heard) == len(set(heard)), "no message heard twice"
         assert all(_in_posting_order(connection) for connection in follower.heard)
         assert set(follower.closes) == {1012}, follower.closes
+        # Each close names from where to catch up: when its node lost Redis (the last it heard
+        # before the stop, or the oldest event it could not send), less the clocks' margin.
+        for reason in follower.reasons:
+            found = MISSED.fullmatch(reason)
+            assert found, f"the 1012 close names a boundary: {reason!r}"
+            lost = ULID.from_str(found[1].removeprefix("msg_")).timestamp + MISSED_MARGIN
+            assert stopped_at - 3 < lost < started_at, (stopped_at, lost, started_at)
         live = len(heard) / len(order)
         assert live > 0.5, f"most messages came live ({live:.0%})"
 

@@ -37,3 +37,10 @@ def _next_ulid() -> ULID:
 def new_id(prefix: str) -> str:
     """A new id such as `msg_01J...`; `prefix` is the kind without the underscore."""
     return f"{prefix}_{_next_ulid()}"
+
+
+def first_id_at(prefix: str, seconds: float) -> str:
+    """The smallest id of a kind that can be made at `seconds` (Unix time): every id made then
+    or later sorts at or after it as a string, so it bounds a range of ids by time."""
+    ms = max(0, int(seconds * 1000))
+    return f"{prefix}_{ULID.from_bytes(ms.to_bytes(6, 'big') + bytes(10))}"

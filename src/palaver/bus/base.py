@@ -28,11 +28,13 @@ def user_topic(user_id: str) -> str:
 
 CONTROL = "control"
 
-EVENTS_MISSED: Event = {"type": "events_missed"}
-"""On `CONTROL`: this node may have missed events (its Redis subscription was lost, or events
-were not sent while Redis was away). Whatever a node keeps from events is then unsure: its
-caches are dropped, and its sockets are closed so that their clients reconnect and catch up
-from history. docs/FAULTS.md says why."""
+
+def events_missed(since: float) -> Event:
+    """On `CONTROL`: this node may have missed events (its Redis subscription was lost, or events
+    were not sent while Redis was away) from `since` (Unix time) on. Whatever a node keeps from
+    events is then unsure: its caches are dropped, and its sockets are closed so that their
+    clients reconnect and catch up from history, back to `since`. docs/FAULTS.md says why."""
+    return {"type": "events_missed", "since": since}
 
 
 class EventBus(Protocol):

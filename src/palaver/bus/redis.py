@@ -22,9 +22,9 @@ memory); one writer sends what is queued in pipelined batches, in queue order. D
 most once: while Redis is unreachable events are not sent (a subscriber that is away misses
 them anyway; the data is in the database) but handed to this node's own listeners, and both the
 writer and the subscription come back by themselves with growing pauses. What was missed is
-then announced (`EVENTS_MISSED`): by the reader to its own node once it has subscribed again,
-and by the writer through Redis to every node once it can publish again. docs/SCALING.md and
-docs/FAULTS.md say more.
+then announced (`events_missed`, with the time from which events may have been missed): by the
+reader to its own node once it has subscribed again, and by the writer through Redis to every
+node once it can publish again. docs/SCALING.md and docs/FAULTS.md say more.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from palaver.bus.base import CONTROL, EVENTS_MISSED, Event, Listener, deliver, done
+from palaver.bus.base import CONTROL, Event, Listener, deliver, done, events_missed
 from palaver.redis_client import connect
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,8 @@ ECHO_SECONDS = 5.0
 """How long `publish` waits for its event to come back; only a fault takes that long, and
 then the event is given up as lost, not waited for."""
 
-_Outgoing = tuple[str, bytes, int]
-"""Redis channel, message, sequence number."""
+_Outgoing = tuple[str, bytes, int, float]
+"""Redis channel, message, sequence number, when it was enqueued (Unix time)."""
 
 
 class RedisUnreachable(RuntimeError):
@@ -95,6 +95,9 @@ class RedisBus:
         self._pubsub: PubSub | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._reachable = True
+        self._heard_at = time.time()
+        """When the subscription last heard from Redis: a lost one may have missed what came
+        after, however long the loss took to notice."""
         self._dropped = 0
         self._closed = False
 
@@ -113,7 +116,8 @@ class RedisBus:
             return done()
         self._seq += 1
         seq = self._seq
-        item = (self._prefix + topic, orjson.dumps([self._node, [seq, time.time()], event]), seq)
+        now = time.time()
+        item = (self._prefix + topic, orjson.dumps([self._node, [seq, now], event]), seq, now)
         if not self._tasks:
             # Not started: nothing drains the queue yet nor hears the echo, so never wait.
             try:
@@ -187,6 +191,7 @@ class RedisBus:
             confirmation = await pubsub.get_message(timeout=LONGEST_PAUSE)
             if confirmation is None or confirmation["type"] != "psubscribe":
                 raise RedisError("Redis did not confirm the subscription")
+            self._heard_at = time.time()
         except BaseException:
             await pubsub.aclose()  # type: ignore[no-untyped-call]
             raise
@@ -201,6 +206,7 @@ class RedisBus:
     async def _read(self) -> None:
         pause = FIRST_PAUSE
         pinged = False
+        lost_since: float | None = None
         while True:
             try:
                 if self._pubsub is None:
@@ -208,7 +214,8 @@ class RedisBus:
                     # What was published while away is lost; what comes next is heard.
                     self._give_up(list(self._echoes))
                     log.warning("subscribed to Redis again; events sent meanwhile were missed")
-                    deliver(self._listeners, CONTROL, EVENTS_MISSED)
+                    deliver(self._listeners, CONTROL, events_missed(lost_since or time.time()))
+                    lost_since = None
                     pause = FIRST_PAUSE
                     pinged = False
                 pubsub = self._pubsub
@@ -221,9 +228,12 @@ class RedisBus:
                     await pubsub.ping()
                     pinged = True
                     continue
+                self._heard_at = time.time()
                 pinged = False
             except (RedisError, OSError) as exc:
                 log.warning("lost the Redis subscription (%s); again in %.1f s", exc, pause)
+                if lost_since is None:
+                    lost_since = self._heard_at
                 await self._unsubscribe()
                 self._give_up(list(self._echoes))
                 await asyncio.sleep(pause)
@@ -258,27 +268,29 @@ class RedisBus:
                 pause = FIRST_PAUSE
             except (RedisError, OSError) as exc:
                 self._dropped += len(batch)
-                self._give_up(seq for _, _, seq in batch)
-                await self._outage(exc, pause)
+                self._give_up(seq for _, _, seq, _ in batch)
+                # The batch's first event is the oldest not sent: the queue is in order.
+                await self._outage(exc, pause, since=batch[0][3])
                 pause = min(pause * 2, LONGEST_PAUSE)
             finally:
                 for _ in batch:
                     self._outbox.task_done()
 
-    def _missed(self) -> bytes:
-        """The `EVENTS_MISSED` announcement, sent directly: nobody waits for its echo."""
+    def _missed(self, since: float) -> bytes:
+        """The `events_missed` announcement, sent directly: nobody waits for its echo."""
         self._seq += 1
-        return orjson.dumps([self._node, [self._seq, time.time()], EVENTS_MISSED])
+        return orjson.dumps([self._node, [self._seq, time.time()], events_missed(since)])
 
     async def _send(self, batch: list[_Outgoing]) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
-            for channel, data, _ in batch:
+            for channel, data, _, _ in batch:
                 pipe.publish(channel, data)
             await pipe.execute()
 
-    async def _outage(self, exc: Exception, pause: float) -> None:
+    async def _outage(self, exc: Exception, pause: float, since: float) -> None:
         """Drop what is queued (part of it may have reached Redis), and send nothing of what is
-        published, until Redis answers again; then tell every node that events were missed."""
+        published, until Redis answers again; then tell every node that events were missed
+        from `since` (when the oldest event not sent was enqueued) on."""
         log.warning(
             "could not publish to Redis (%s); events reach this node only until it is back", exc
         )
@@ -286,7 +298,7 @@ class RedisBus:
         began = time.monotonic()
         while True:
             while not self._outbox.empty():
-                _, _, seq = self._outbox.get_nowait()
+                _, _, seq, _ = self._outbox.get_nowait()
                 self._outbox.task_done()
                 self._give_up([seq])
                 self._dropped += 1
@@ -295,7 +307,7 @@ class RedisBus:
             try:
                 await self._redis.ping()
                 # Nodes that kept their subscription did not hear what was not sent.
-                await self._redis.publish(self._prefix + CONTROL, self._missed())
+                await self._redis.publish(self._prefix + CONTROL, self._missed(since))
                 break
             except (RedisError, OSError):
                 continue

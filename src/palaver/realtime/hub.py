@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from palaver.bus.base import CONTROL, Event
+from palaver.ids import first_id_at
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,21 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_TRY_LATER = 1013
 CLOSE_CATCH_UP = 1012
 """Service Restart: events for the socket may have been missed (Redis was away), so it is
-closed, and its client reconnects and catches up from history as after any reconnect."""
+closed, and its client reconnects and catches up from history as after any reconnect, back to
+the boundary the reason names (`catch_up_reason`)."""
+MISSED_MARGIN = 10.0
+"""Seconds the catch-up boundary is put before the time a node lost Redis. A message's id is
+made by the node that stores it, from that node's clock, before the message is stored and its
+event published: the boundary must sort before every id whose event was missed, across the
+nodes' clocks' difference (NTP keeps it to milliseconds; a second is already a badly kept
+clock) and a slow store under load (a few seconds at worst). Paging back 10 s further than
+needed costs a client a page or two once per outage; missing a message is not made good."""
+
+
+def catch_up_reason(boundary: str) -> str:
+    """The 1012 close reason: catch up on every message whose id sorts after `boundary`. Ids
+    are `msg_` and 26 characters, well under the 123 bytes a close reason may hold."""
+    return f"events missed after {boundary}"
 
 
 @dataclass(eq=False, slots=True)
@@ -41,6 +56,8 @@ class Connection:
     queue: asyncio.Queue[str] = field(init=False)
     channels: set[str] = field(default_factory=set)
     close_code: int | None = None
+    missed_after: str | None = None
+    """With `CLOSE_CATCH_UP`: the earliest boundary of the outages that closed it."""
     sender: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
@@ -64,6 +81,19 @@ class Connection:
             self.close_code = code
             if self.sender is not None:
                 self.sender.cancel()
+
+    def missed(self, boundary: str | None) -> None:
+        """Close for a catch-up back to `boundary`; outages that overlap before the socket is
+        closed keep the earliest (none known: the client catches up as after any reconnect)."""
+        self.kill(CLOSE_CATCH_UP)
+        if self.close_code == CLOSE_CATCH_UP and boundary is not None:
+            self.missed_after = min(boundary, self.missed_after or boundary)
+
+    @property
+    def close_reason(self) -> str:
+        if self.close_code == CLOSE_CATCH_UP and self.missed_after is not None:
+            return catch_up_reason(self.missed_after)
+        return ""
 
     async def send_loop(self) -> None:
         while True:
@@ -194,8 +224,15 @@ class Hub:
     def _control(self, event: Event) -> None:
         kind = event.get("type")
         if kind == "events_missed":
+            since = event.get("since")
+            # A node of an earlier version says not since when: no boundary then.
+            boundary = (
+                first_id_at("msg", since - MISSED_MARGIN)
+                if isinstance(since, int | float)
+                else None
+            )
             for conn in list(self._connections):
-                conn.kill(CLOSE_CATCH_UP)
+                conn.missed(boundary)
             # A reply whose end was missed must not be replayed to a later subscriber.
             self._streams.clear()
         elif kind == "revoke":

@@ -172,7 +172,7 @@ async def websocket_endpoint(ws: WebSocket) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
     if conn.close_code is not None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(ws.close(conn.close_code), CLOSE_TIMEOUT)
+            await asyncio.wait_for(ws.close(conn.close_code, conn.close_reason), CLOSE_TIMEOUT)
 
 
 async def _receive_loop(ws: WebSocket, svc: Services, conn: Connection, who: Principal) -> None:

@@ -2,7 +2,8 @@
  * One WebSocket for the whole page: authenticated by the session cookie on the upgrade, kept
  * alive by `ping`, reconnected with exponential backoff and jitter, and re-subscribed to every
  * channel the page follows. After a reconnect, listeners are told so they can fetch what the
- * socket missed while it was down.
+ * socket missed while it was down; after a close for a catch-up (1012, a Redis outage), from
+ * where (`missedAfter`).
  */
 import type { ServerEvent } from "./types";
 
@@ -15,6 +16,20 @@ const BACKOFF_MAX_MS = 15_000;
 
 type Listener = (event: ServerEvent) => void;
 
+const CLOSE_CATCH_UP = 1012;
+const MISSED_AFTER = /^events missed after (msg_[0-9A-HJKMNP-TV-Z]{26})$/;
+
+/**
+ * The boundary a close for a catch-up names (docs/SPEC.md section 18): every message whose id
+ * sorts after it may have been missed, even older ones than the newest the page had (the
+ * node delivered its own messages live while it did not hear the others'). Null for any other
+ * close, or a server that names none.
+ */
+export function missedAfter(code: number, reason: string): string | null {
+  if (code !== CLOSE_CATCH_UP) return null;
+  return MISSED_AFTER.exec(reason)?.[1] ?? null;
+}
+
 class Socket {
   state = $state<SocketState>("idle");
   /** When the next attempt starts, while reconnecting (ms since epoch). */
@@ -24,6 +39,7 @@ class Socket {
   private channels = new Set<string>();
   private listeners = new Set<Listener>();
   private reconnectListeners = new Set<() => void>();
+  private missedListeners = new Set<(boundary: string) => void>();
   private attempts = 0;
   private everOpened = false;
   private pingTimer: number | undefined;
@@ -58,6 +74,12 @@ class Socket {
   onReconnect(listener: () => void): () => void {
     this.reconnectListeners.add(listener);
     return () => this.reconnectListeners.delete(listener);
+  }
+
+  /** Told the boundary of each close for a catch-up, before the socket reconnects. */
+  onMissed(listener: (boundary: string) => void): () => void {
+    this.missedListeners.add(listener);
+    return () => this.missedListeners.delete(listener);
   }
 
   subscribe(channelId: string): void {
@@ -140,6 +162,8 @@ class Socket {
       window.dispatchEvent(new CustomEvent("palaver:unauthenticated"));
       return;
     }
+    const boundary = missedAfter(e.code, e.reason);
+    if (boundary !== null) for (const listener of this.missedListeners) listener(boundary);
     this.everOpened = true;
     this.state = "reconnecting";
     const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this.attempts);

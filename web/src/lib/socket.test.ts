@@ -34,10 +34,10 @@ class FakeSocket {
     this.onmessage?.({ data: JSON.stringify(event) } as MessageEvent);
   }
 
-  /** The network dropped it. */
-  drop(code = 1006) {
+  /** The network dropped it, or the server closed it. */
+  drop(code = 1006, reason = "") {
     this.readyState = 3;
-    this.onclose?.({ code } as CloseEvent);
+    this.onclose?.({ code, reason } as CloseEvent);
   }
 }
 
@@ -139,6 +139,33 @@ describe("socket", () => {
     vi.runAllTimers();
     expect(FakeSocket.all).toHaveLength(1);
     window.removeEventListener("palaver:unauthenticated", unauthenticated);
+  });
+
+  it("reads the boundary of a close for a catch-up, and nothing else as one", async () => {
+    const { missedAfter } = await import("./socket.svelte");
+    const boundary = "msg_01KB0V3C5G0000000000000000";
+    expect(missedAfter(1012, `events missed after ${boundary}`)).toBe(boundary);
+    expect(missedAfter(1012, "")).toBeNull();
+    expect(missedAfter(1012, "events missed after msg_01KB0V3C5G")).toBeNull();
+    expect(missedAfter(1012, `events missed after ${boundary}!`)).toBeNull();
+    expect(missedAfter(1012, "events missed after msg_01KB0V3C5G000000000000000U")).toBeNull();
+    expect(missedAfter(1011, `events missed after ${boundary}`)).toBeNull();
+  });
+
+  it("tells the missed listeners each close's boundary before it reconnects", async () => {
+    const socket = await freshSocket();
+    const missed = vi.fn();
+    socket.onMissed(missed);
+    socket.start();
+    latest().open();
+    latest().drop(1012, "events missed after msg_01KB0V3C5G0000000000000000");
+    expect(missed).toHaveBeenCalledWith("msg_01KB0V3C5G0000000000000000");
+    expect(socket.state).toBe("reconnecting");
+    vi.runOnlyPendingTimers();
+    latest().open();
+    latest().drop(1012);
+    latest().drop();
+    expect(missed).toHaveBeenCalledTimes(1);
   });
 
   it("stops for good on logout: no reconnect, subscriptions forgotten", async () => {

@@ -18,7 +18,8 @@ import { readState } from "./readState.svelte";
 import { session } from "./session.svelte";
 
 export const PAGE_SIZE = 50;
-/** How far back a reconnect looks for what it missed before it gives up and starts afresh. */
+/** How far back a reconnect looks for what it missed (pages of 200) before it gives up and
+ * starts afresh from the pages it fetched (`fetchMissed`). */
 const CATCH_UP_PAGES = 20;
 /** Live messages kept aside while a timeline holds a window away from the live end: the
  * newest this many (older ones come with the pages forward anyway, stored before broadcast). */
@@ -85,6 +86,13 @@ function reactive(item: Item): Item {
 }
 
 /** Binary search: the index of the first item whose id is not less than `id`. */
+/** Where a catch-up may stop paging back: at the newest id the timeline had, or at an
+ * outage's boundary (`socket.missedAfter`) if that is earlier; null when neither is known. */
+export function catchUpBound(known: string | null, missed: string | null): string | null {
+  if (known === null || missed === null) return known ?? missed;
+  return missed < known ? missed : known;
+}
+
 export function lowerBound(items: { id: string }[], id: string): number {
   let lo = 0;
   let hi = items.length;
@@ -144,6 +152,10 @@ export class Timeline {
    * change (an edit, a reaction, a thread's new reply count) must not undo it on landing. */
   private changes = 0;
   private changedAt = new Map<string, number>();
+  /** The earliest boundary of the closes for a catch-up not caught up with yet (`missed`), and
+   * a count of them: one named during a catch-up is not cleared by it. */
+  private missedAfter: string | null = null;
+  private misses = 0;
 
   constructor(channelId: string, threadId: string | null = null) {
     this.channelId = channelId;
@@ -217,6 +229,12 @@ export class Timeline {
     this.subscriptions++;
     // A detached window pages forward to the live end, which brings what it missed.
     if (this.loaded && this.live) void this.catchUp();
+  }
+
+  /** The socket was closed for a catch-up back to `boundary`: the next one pages back to it. */
+  missed(boundary: string): void {
+    this.missedAfter = catchUpBound(this.missedAfter, boundary);
+    this.misses++;
   }
 
   /** The page before the oldest loaded: `limit` up to 200, larger ahead of a fast scroll.
@@ -354,6 +372,7 @@ export class Timeline {
     this.latestLoad = null;
     this.oldestId = null;
     this.newestId = null;
+    this.missedAfter = null;
     this.orphanTools.clear();
     this.pending.clear();
     this.seqs.clear();
@@ -362,7 +381,8 @@ export class Timeline {
     this.items = [];
   }
 
-  /** After a reconnect: fetch back until the newest id known, so nothing is missed. It is
+  /** After a reconnect: fetch back until the newest id known (or an outage's boundary, if
+   * earlier: `missed`), so nothing is missed. It is
    * started without being awaited (on a subscription), so it handles its own failure: a 401
    * has already sent the page back to the login screen (a logout while the channel loaded),
    * and a server gone away again is caught up with at the socket's next subscription. What
@@ -377,17 +397,30 @@ export class Timeline {
   }
 
   private async fetchMissed(): Promise<void> {
-    const known = this.newestId;
+    const misses = this.misses;
+    const bound = catchUpBound(this.newestId, this.missedAfter);
     const since = this.changes;
-    const fetched: Message[] = [];
+    const pages: Message[][] = [];
     let before: string | undefined;
     let complete = false;
-    for (let i = 0; i < CATCH_UP_PAGES; i++) {
+    let reached = false;
+    for (let i = 0; i < CATCH_UP_PAGES && !reached; i++) {
       const page = await api.messages(this.channelId, 200, before, this.threadId ?? undefined);
-      fetched.push(...page);
+      pages.unshift(page);
       complete = page.length < 200;
-      if (complete || known === null || page[0].id <= known) break;
-      before = page[0].id;
+      reached = complete || bound === null || page[0].id <= bound;
+      before = page[0]?.id;
+    }
+    const fetched = pages.flat();
+    if (!reached) {
+      // Further behind than the pages reach: the rows older than them are past a gap, so they
+      // go, and scrolling up pages them in again, as after a first load.
+      this.epoch++;
+      this.olderLoad = null;
+      this.loadingOlder = false;
+      this.items = this.items.filter((i) => i.id >= fetched[0].id);
+      this.oldestId = null;
+      this.hasOlder = true;
     }
     // What was deleted while the socket was down: known rows in the range fetched, now absent
     // (not newer ones: a message that came by the socket while the pages were on their way).
@@ -403,6 +436,7 @@ export class Timeline {
     for (const item of this.items) {
       if (item.streaming && fetched.some((m) => m.id === item.id)) item.streaming = false;
     }
+    if (this.misses === misses) this.missedAfter = null;
   }
 
   /** The person's own message, on screen as soon as the server accepted it (optimistic: its
@@ -696,6 +730,10 @@ class Timelines {
 
   constructor() {
     socket.on((event) => this.route(event));
+    socket.onMissed((boundary) => {
+      for (const timeline of this.byChannel.values()) timeline.missed(boundary);
+      for (const timeline of this.byThread.values()) timeline.missed(boundary);
+    });
   }
 
   /** The timelines an event of this channel may concern: its own and its open threads'. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
 import type { Message } from "../types";
-import { Timeline } from "./messages.svelte";
+import { Timeline, catchUpBound } from "./messages.svelte";
 
 let clock = 0;
 function msg(id: string, fields: Partial<Message> = {}): Message {
@@ -125,6 +125,72 @@ describe("Timeline.catchUp", () => {
     expect(t.items).toHaveLength(450);
     expect(new Set(ids(t)).size).toBe(450);
     expect(ids(t)[449]).toBe("m0549");
+  });
+
+  /** A channel of `n` messages m0100…, served 200 at most a page, newest first. */
+  function serve(n: number) {
+    const all = Array.from({ length: n }, (_, i) => msg(`m${String(i + 100).padStart(4, "0")}`));
+    const asked: (string | undefined)[] = [];
+    vi.spyOn(api, "messages").mockImplementation(async (_c, limit, before) => {
+      asked.push(before);
+      const older = before ? all.filter((m) => m.id < before) : all;
+      return older.slice(-limit);
+    });
+    return { all, asked };
+  }
+
+  it("takes the earlier of the newest known and an outage's boundary", () => {
+    expect(catchUpBound("m5", "m3")).toBe("m3");
+    expect(catchUpBound("m3", "m5")).toBe("m3");
+    expect(catchUpBound(null, "m3")).toBe("m3");
+    expect(catchUpBound("m5", null)).toBe("m5");
+    expect(catchUpBound(null, null)).toBeNull();
+  });
+
+  it("pages back past an outage's boundary, not only to the newest message it had", async () => {
+    // It had m0100…m0149 and, live during the outage, m0900; the rest was missed.
+    const t = new Timeline("ch_1");
+    const { all, asked } = serve(1000);
+    t.merge(all.slice(0, 50).concat(all[800]));
+    (t as unknown as { loaded: boolean }).loaded = true;
+    t.missed("m0140x");
+    t.missed("m0300"); // a later outage's boundary before the catch-up: the earlier one holds
+    await t.catchUp();
+    expect(asked).toEqual([undefined, "m0900", "m0700", "m0500", "m0300"]);
+    expect(ids(t)).toEqual(all.map((m) => m.id));
+    // Caught up: the next catch-up stops at the newest it has again.
+    asked.length = 0;
+    await t.catchUp();
+    expect(asked).toEqual([undefined]);
+  });
+
+  it("keeps a boundary named while a catch-up was on its way for the next one", async () => {
+    const t = new Timeline("ch_1");
+    const { all, asked } = serve(1000);
+    t.merge(all.slice(0, 1000));
+    (t as unknown as { loaded: boolean }).loaded = true;
+    const first = t.catchUp();
+    t.missed("m0700");
+    await first;
+    expect(asked).toEqual([undefined]);
+    await t.catchUp();
+    expect(asked).toEqual([undefined, undefined, "m0900"]);
+  });
+
+  it("past 20 pages, drops the rows beyond the gap and pages older from the pages fetched", async () => {
+    const t = new Timeline("ch_1");
+    const { all, asked } = serve(4500);
+    t.merge(all.slice(0, 10));
+    (t as unknown as { loaded: boolean }).loaded = true;
+    t.missed("m0105");
+    await t.catchUp();
+    expect(asked).toHaveLength(20);
+    expect(ids(t)).toEqual(all.slice(500).map((m) => m.id));
+    expect(t.hasOlder).toBe(true);
+    asked.length = 0;
+    await t.loadOlder();
+    expect(asked).toEqual([all[500].id]);
+    expect(t.items).toHaveLength(4050);
   });
 
   it("settles a reply that ended while the socket was down", async () => {
