@@ -383,6 +383,8 @@ class Soak:
         self.mention_events: asyncio.Queue[tuple[str, dict[str, Any], float]] = asyncio.Queue()
         self.streams_open: set[str] = set()
         self.load_ended = 0.0
+        self.baseline: set[str] = set()
+        """The ids stored in the channels before the load (none but setup's)."""
 
     # setup
 
@@ -704,10 +706,11 @@ class Soak:
             {
                 "check": "every request of the load answered 2xx",
                 "ok": not self.rec.failures,
-                "found": f"{len(self.rec.failures)} failed: "
-                + ", ".join(
-                    f"{k} {v}" for k, v in Counter(f["op"] for f in self.rec.failures).items()
-                ),
+                "found": ", ".join(
+                    f"{n} {op} failed"
+                    for op, n in Counter(f["op"] for f in self.rec.failures).items()
+                )
+                or "none failed",
                 "examples": self.rec.failures[:5],
             },
             {

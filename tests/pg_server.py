@@ -44,7 +44,10 @@ class PgServer:
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
             import pgserver
 
-            self._server: Any = pgserver.get_server(folder, cleanup_mode="delete")
+            # pgserver re-exports get_server without saying so (no __all__).
+            self._server: Any = pgserver.get_server(  # type: ignore[attr-defined]
+                folder, cleanup_mode="delete"
+            )
         self.admin_url: str = self._server.get_uri()
         self._socket_dir: Path | None = None
 

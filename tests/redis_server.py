@@ -55,8 +55,8 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                log = (self.folder / "redis.log").read_text()
-                raise RuntimeError(f"redis-server exited:\n{log}")
+                said = (self.folder / "redis.log").read_text()
+                raise RuntimeError(f"redis-server exited:\n{said}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
                     sock.sendall(b"PING\r\n")
