@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import jsonschema
-
 from palaver import strict_json
 from palaver.llm.base import ToolSpec
 from palaver.tools.base import Tool, ToolContext, ToolError
@@ -100,6 +98,8 @@ class ToolRegistry:
             return ToolOutcome(f"Error: the arguments are not valid JSON ({reason}).", False)
         if not isinstance(args, dict):
             return ToolOutcome("Error: the arguments must be a JSON object.", False)
+        import jsonschema  # on the first tool call, not at start (a tenth of a second)
+
         try:
             jsonschema.validate(args, tool.parameters)
         except jsonschema.ValidationError as exc:

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from math import log
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlalchemy import ColumnElement, Connection, and_, case, func, not_, select, text
 
 from palaver.bus.base import CONTROL, Event
@@ -51,6 +50,7 @@ from palaver.store.db import Database, Tx
 from palaver.store.tables.knowledge import vectors as vector_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
 
 TSV = "to_tsvector('english', context) || to_tsvector('english', content)"
@@ -156,6 +156,8 @@ class PostgresSearchIndex:
     ) -> None:
         if vectors.shape != (len(entries), space.dim):
             raise ValueError(f"expected {len(entries)} vectors of {space.dim}, got {vectors.shape}")
+        import numpy as np  # on the first write of vectors, not at start
+
         rows = np.ascontiguousarray(vectors, dtype=np.float32)
         values = [
             {
@@ -268,6 +270,8 @@ class PostgresSearchIndex:
         type: str | None = None,
         tx: Tx | None = None,
     ) -> list[Hit]:
+        import numpy as np
+
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
@@ -345,6 +349,8 @@ def fill_search_columns(conn: Connection) -> int:
     """Derive `chunks.tsv` and `vectors.embedding` where they are empty, as migration 0009 does
     for older rows: for a database whose rows were copied in without them (`palaver
     migrate-db`). Returns the vectors filled."""
+    import numpy as np
+
     conn.execute(_FILL_TEXT)
     conn.execute(_MOVE_ALL_STAMPS)
     filled = 0
