@@ -276,9 +276,15 @@ async def _bring_schema_up(config: Config, db: Database) -> None:
     if newest is not None and await db.read_unit(schema_version.current) == newest:
         log.info("database at revision %s", newest.partition("_")[0])
         return
-    from palaver.store import migrate
+    await anyio.to_thread.run_sync(_migrate, config.db_url)
 
-    await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
+
+def _migrate(url: str) -> None:
+    """In a worker thread: importing Alembic reads its plugins' entry points from disk."""
+    with schema_version.quiet_alembic():
+        from palaver.store import migrate
+
+    migrate.upgrade(url)
 
 
 async def _serve_metrics(config: Config, svc: Services) -> MetricsServer | None:

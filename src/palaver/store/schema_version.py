@@ -7,7 +7,10 @@ only when there is something to apply (`palaver.store.migrate`).
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Connection, text
@@ -41,3 +44,16 @@ def current(conn: Connection) -> str | None:
         return None
     rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     return str(rows[0]) if len(rows) == 1 else None
+
+
+@contextmanager
+def quiet_alembic() -> Iterator[None]:
+    """Alembic's INFO lines off while it is imported or runs (its plugins, its context, each
+    migration); its warnings and errors still go through."""
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
