@@ -39,7 +39,6 @@ from sqlalchemy import ColumnElement, Connection, and_, case, func, not_, select
 
 from palaver.bus.base import CONTROL, Event
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
-from palaver.knowledge.index.impacts import Part, TextParts, best
 from palaver.knowledge.index.sqlite import (
     DEFAULT_CACHE_BYTES,
     TEXT_SHARE,
@@ -52,6 +51,8 @@ from palaver.store.tables.knowledge import vectors as vector_rows
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from palaver.knowledge.index.impacts import Part, TextParts
 
 TSV = "to_tsvector('english', context) || to_tsvector('english', content)"
 """A chunk's words: its context (title and headings) and content, stemmed by Snowball English,
@@ -224,6 +225,9 @@ class PostgresSearchIndex:
             return []
 
         def search(conn: Connection) -> list[Hit]:
+            # numpy and the ranked parts where text is first searched, not at start.
+            from palaver.knowledge.index.impacts import Part, best
+
             stamp = int(conn.execute(_STAMP, {"agent": agent_id}).scalar() or 0)
             weights = _weights(conn, agent_id, words, self._term_counts)
             if not weights:
@@ -246,6 +250,8 @@ class PostgresSearchIndex:
 
     def _kept_parts(self, agent_id: str, stamp: int) -> TextParts:
         """The agent's kept parts if they were fetched under `stamp`, else a new, empty set."""
+        from palaver.knowledge.index.impacts import TextParts
+
         parts = self._parts.get(agent_id)
         if parts is None or parts.stamp != stamp:
             parts = self._parts[agent_id] = TextParts(stamp, self._cache_bytes // TEXT_SHARE)
@@ -381,6 +387,10 @@ def _literal(row: NDArray[np.float32]) -> str:
 
 def _fetch_part(conn: Connection, agent_id: str, word: str) -> Part:
     """The word's rank in each of the agent's chunks holding it, by ascending `seq`."""
+    import numpy as np
+
+    from palaver.knowledge.index.impacts import Part
+
     found = np.array(
         [tuple(row) for row in conn.execute(_PART, {"agent": agent_id, "word": word})],
         dtype=[("row", np.int64), ("score", np.float64)],
@@ -404,6 +414,10 @@ def _shared_hits(conn: Connection, parts: list[Part], limit: int, visibility: st
     """The best `limit` chunks of documents of `visibility`: the ranking walked in growing
     slices, each filtered in SQL, until `limit` are found or every chunk holding a word is
     seen; the filter applies before the limit, as a join would."""
+    import numpy as np
+
+    from palaver.knowledge.index.impacts import best
+
     holding = len(np.unique(np.concatenate([p.rows for p in parts]))) if parts else 0
     want = limit * 4
     while True:
