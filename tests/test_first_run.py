@@ -64,8 +64,14 @@ def test_a_first_run_logs_no_warning_and_nothing_people_wrote(tmp_path: Path) ->
     (migrated,) = [line for line in log.splitlines() if "database at revision" in line]
     assert re.search(r"INFO .*: database at revision 0*(\d+), \1 migrations applied$", migrated)
 
-    server.start()
-    server.stop()
+    server.start(PALAVER_DEBUG_HOOKS="0")  # as in production: the test hooks answer 404
+    try:
+        with server.client() as api:
+            for hook in ("modules", "db-counts"):
+                unknown = api.get(f"/api/debug/{hook}")
+                assert unknown.status_code == 404, unknown.text
+    finally:
+        server.stop()
     again = server.read_log().removeprefix(log).splitlines()
     (current,) = [line for line in again if "database at revision" in line]
     assert re.search(r"INFO .*: database at revision \d{4}$", current), current

@@ -66,7 +66,7 @@ from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.search.pick import message_search
 from palaver.services import Services
-from palaver.store import migrate
+from palaver.store import schema_version
 from palaver.store.counts import install as install_counts
 from palaver.store.db import Database
 from palaver.tools.lazy_mcp import LazyMcpBridge
@@ -178,7 +178,7 @@ def create_app(config: Config) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         exporter = await _serve_metrics(config, svc)
         await anyio.Path(config.data_dir).mkdir(parents=True, exist_ok=True)
-        await anyio.to_thread.run_sync(migrate.upgrade, config.db_url)
+        await _bring_schema_up(config, svc.db)
         await svc.settings.reload()
         await auth.prepare_owner(svc)
         svc.hosts.warn_if_open()
@@ -267,6 +267,24 @@ def create_app(config: Config) -> FastAPI:
     app.include_router(web_client.build_router())
     tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
+
+
+async def _bring_schema_up(config: Config, db: Database) -> None:
+    """One read when the schema is current; Alembic is imported only when there is something
+    to apply."""
+    newest = await anyio.to_thread.run_sync(schema_version.head)
+    if newest is not None and await db.read_unit(schema_version.current) == newest:
+        log.info("database at revision %s", newest.partition("_")[0])
+        return
+    await anyio.to_thread.run_sync(_migrate, config.db_url)
+
+
+def _migrate(url: str) -> None:
+    """In a worker thread: importing Alembic reads its plugins' entry points from disk."""
+    with schema_version.quiet_alembic():
+        from palaver.store import migrate
+
+    migrate.upgrade(url)
 
 
 async def _serve_metrics(config: Config, svc: Services) -> MetricsServer | None:

@@ -31,8 +31,6 @@ from palaver.domain import iso
 from palaver.services import Services
 from palaver.settings import BackupSchedule, every_seconds
 from palaver.store import backup_runs as runs_store
-from palaver.store.backup import NoSchema, backup
-from palaver.store.backup_command import reason
 from palaver.store.backup_files import listed, name_for, prune
 from palaver.store.backup_runs import BackupRun
 from palaver.store.tables.base import utcnow
@@ -267,6 +265,11 @@ def _write(
 ) -> tuple[int, list[str]]:
     """On a thread: the backup into `out` as `palaver backup` makes it, then the pruning of
     the folder. Raises _Failed with a reason fit for the owner (never a password)."""
+    # Here, not at the top: the backup code brings Alembic and numpy (through the database
+    # copy's PostgreSQL index), which a server that is not making a backup does without.
+    from palaver.store.backup import NoSchema, backup
+    from palaver.store.backup_command import reason
+
     folder = out.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -51,7 +51,9 @@ class Config(BaseSettings):
     address so that it is never public by accident; unset, no metrics are served."""
     log_level: str = "info"
     debug_hooks: bool = False
-    """For the test suite: `/api/debug/*` counts database work and forgets the caches."""
+    """For the test suite only (its harness sets `PALAVER_DEBUG_HOOKS=1`; nothing else does):
+    `/api/debug/*` counts database work, forgets the caches and lists the imported modules.
+    Off, those paths answer 404."""
 
     @model_validator(mode="after")
     def _lease_outlasts_beats(self) -> Config:

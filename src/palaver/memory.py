@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from sqlalchemy import insert, select, update
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -46,6 +45,7 @@ from palaver.store.tables.base import utcnow
 from palaver.store.tables.knowledge import memories, memory_versions, vectors
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
 
 MEMORY_TYPES: tuple[str, ...] = ("semantic", "episodic", "procedural")
@@ -402,6 +402,8 @@ class MemoryStore:
                 return
             vectors = await embedder.embed([m.content for m in found])
             space = Space(embedder.name, int(vectors.shape[1]))
+            import numpy as np  # loaded by the embedder already; not at start
+
             async with self._db.write() as tx:
                 query = select(memories.c.id, memories.c.version).where(
                     memories.c.id.in_([m.id for m in found])
@@ -517,6 +519,8 @@ def exact_similarity(query: NDArray[np.float32], stored: bytes) -> float:
     """The dot product of two float32 vectors rounded once: every product of two float32
     values is exact in float64 and `math.fsum` rounds their sum correctly, so the value does not
     depend on the CPU, the engine or the order of the additions."""
+    import numpy as np
+
     row = np.frombuffer(stored, dtype=np.float32).astype(np.float64)
     return math.fsum((np.asarray(query, dtype=np.float64) * row).tolist())
 

@@ -1,7 +1,11 @@
 """Hooks for the test suite, mounted only with `PALAVER_DEBUG_HOOKS=1` and kept out of the
-schema: what the database was asked so far, and a way to make the caches forget."""
+schema: what the database was asked so far, a way to make the caches forget, and which
+packages the process has imported (so a test can hold start-up to loading features on first
+use). Off, as in production, the paths answer 404 like any unknown API path."""
 
 from __future__ import annotations
+
+import sys
 
 from fastapi import APIRouter
 
@@ -21,5 +25,10 @@ def router(counts: DbCounts) -> APIRouter:
         """As if every session and channel had changed: a test edited the database itself."""
         svc.caches.clear()
         return {"ok": True}
+
+    @hooks.get("/modules")
+    async def modules() -> dict[str, list[str]]:
+        """Every name in `sys.modules`: what start-up and the requests so far loaded."""
+        return {"modules": sorted(sys.modules)}
 
     return hooks

@@ -3,8 +3,10 @@
 Every GET outside /api, /ws, /uploads and /metrics answers index.html, so a deep link such as
 `/c/<channel>` loads the page and the client's router takes over. The build's file names carry
 a content hash, so they are cached for a year; index.html is `no-cache`, so a new version is
-picked up at the next load. The files are read (and gzipped) once at start-up: the client is a
-few hundred kilobytes, and the event loop then never touches the disk for it.
+picked up at the next load. The client's files are read (and gzipped) once at start-up: they
+are a few hundred kilobytes, and the event loop then never touches the disk for them. Swagger
+UI's (2 MB, a tenth of a second to gzip) are read at the first request for the docs, in a worker
+thread, and kept.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 from fastapi import APIRouter, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -121,9 +124,11 @@ def _serve(request: Request, asset: Asset, cache: str, csp: str | None = None) -
 
 
 def build_router(dist: Path = DIST) -> APIRouter:
-    """Read the client build and the docs assets now (at start-up, off the event loop)."""
+    """Read the client build now (at start-up, off the event loop), the docs' assets when
+    first asked for."""
     files = _load(dist)
-    docs = _swagger_assets()
+    docs: dict[str, Asset] = {}
+    loading = anyio.Lock()
     docs_page = _asset(DOCS_HTML.encode(), "docs.html")
     missing = _asset(
         b"<!doctype html><title>Palaver</title><p>The web client is not built: "
@@ -139,6 +144,10 @@ def build_router(dist: Path = DIST) -> APIRouter:
 
     @router.api_route("/api/docs/{name}", methods=["GET", "HEAD"])
     async def api_docs_asset(name: str, request: Request) -> Response:
+        if not docs:
+            async with loading:
+                if not docs:
+                    docs.update(await anyio.to_thread.run_sync(_swagger_assets))
         asset = docs.get("/" + name)
         if asset is None:
             raise NotFound("There is nothing at this address.")

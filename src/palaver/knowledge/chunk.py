@@ -19,10 +19,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-from tokenizers import Tokenizer
+from typing import TYPE_CHECKING
 
 from palaver.knowledge.parse import ParsedDocument
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 TARGET_TOKENS = 400
 OVERLAP_TOKENS = 60
@@ -46,6 +48,8 @@ def _load_tokenizer() -> Tokenizer:
     global _tokenizer
     with _tokenizer_lock:
         if _tokenizer is None:
+            from tokenizers import Tokenizer  # on first use: a server may never chunk
+
             tokenizer = Tokenizer.from_file(str(tokenizer_path()))
             tokenizer.no_truncation()
             tokenizer.no_padding()

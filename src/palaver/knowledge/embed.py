@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
-import numpy as np
 
 from palaver import tracing
 from palaver.errors import Conflict
@@ -26,6 +25,7 @@ from palaver.llm.base import ProviderError, failure, status_phrase
 from palaver.settings import ProviderConfig, Settings
 
 if TYPE_CHECKING:
+    import numpy as np
     import openai
     from numpy.typing import NDArray
 
@@ -82,6 +82,8 @@ async def current_space(embedder: Embedder) -> Space:
 
 
 def normalize(rows: NDArray[Any]) -> NDArray[np.float32]:
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -179,6 +181,8 @@ class Int8Model:
 
     def encode(self, texts: list[str]) -> NDArray[np.float32]:
         """Texts to store, longest first so that the cores finish together."""
+        import numpy as np
+
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         rows = np.empty((len(texts), 384), dtype=np.float32)
         vectors = self._runners.map(self.encode_one, [texts[i] for i in order])
@@ -187,6 +191,8 @@ class Int8Model:
         return rows
 
     def encode_one(self, text: str) -> NDArray[np.float32]:
+        import numpy as np
+
         ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
         mean = self._session.run(None, {"input_ids": ids})[0]
         return normalize(mean).reshape(-1)
@@ -257,6 +263,8 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Texts are embedded shortest first, so that each batch pads to a similar length."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -334,6 +342,8 @@ class OpenAIEmbedder:
         return self._dim
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         parts = []
@@ -367,6 +377,8 @@ class OpenAIEmbedder:
                 f"The embedding endpoint of '{self._provider_id}' answered "
                 f"{len(data)} vectors for {len(batch)} texts."
             )
+        import numpy as np
+
         return np.asarray([item.embedding for item in data], dtype=np.float32)
 
     async def _connected(self) -> openai.AsyncOpenAI:

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
-from pypdf import PdfReader
-from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
-
 from palaver.errors import Invalid, UnsupportedMedia
 
 log = logging.getLogger(__name__)
@@ -122,6 +119,11 @@ def _decode(data: bytes) -> str | None:
 
 
 def _parse_pdf(data: bytes) -> ParsedDocument:
+    # Here, not at the top: pypdf (with Pillow and fontTools) is a quarter of a second of
+    # imports that a server which never reads a PDF does without.
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import numpy as np
 
 from palaver import tracing
 from palaver.errors import DomainError, Invalid, NotFound
@@ -39,6 +38,7 @@ from palaver.store.db import Database
 from palaver.store.tables.base import utcnow
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
 
 MAX_TOP_K = 20
@@ -232,6 +232,8 @@ class KnowledgeBase:
         vectors = await embedder.embed(texts)
         space = Space(embedder.name, int(vectors.shape[1]))
         results: list[IngestResult | BaseException] = []
+        import numpy as np  # loaded by the embedder already; not at start
+
         async with self._db.write() as tx:
             added: dict[str, list[tuple[_Upload, NDArray[np.float32]]]] = {}
             offset = 0
@@ -440,6 +442,8 @@ class KnowledgeBase:
         embedder = self._embedder()
         vectors = await embedder.embed([embedding_text(c.context, c.content) for c in chosen])
         space = Space(embedder.name, int(vectors.shape[1]))
+        import numpy as np
+
         async with self._db.write() as tx:
             still = await repo.load_chunks(tx.conn, agent_id, [c.id for c in chosen])
             keep = [i for i, c in enumerate(chosen) if c.id in still]

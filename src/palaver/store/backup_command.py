@@ -21,13 +21,12 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from palaver.progress import ProgressBar
 from palaver.store.archive import Damaged, NotABackup
 from palaver.store.backup import BackupReport, NoSchema, backup
+from palaver.store.backup_files import STALE_PARTIAL_SECONDS
 from palaver.store.migrate_db_command import FULL_TEXT, print_checks
 from palaver.store.restore import Failed, Mismatch, Refused, RestoreReport, restore
 from palaver.store.urls import backend, shown, sync_url
 
 NAME_PREFIX = "palaver-"
-STALE_PARTIAL_SECONDS = 24 * 3600
-"""A `.partial` file in a `--dir` this old is what a killed backup left: removed."""
 _OURS = re.compile(r"^palaver-\d{8}-\d{6}\.zip$")
 _OURS_PARTIAL = re.compile(r"^palaver-\d{8}-\d{6}\.zip\.(snapshot\.)?partial$")
 """The names `--dir` gives; only these are rotated (the in-app schedule's are its own)."""

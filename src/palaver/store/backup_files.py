@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from palaver.store.backup_command import STALE_PARTIAL_SECONDS
-
+STALE_PARTIAL_SECONDS = 24 * 3600
+"""A `.partial` file this old is what a killed backup left: removed (here and by `palaver backup
+--dir`). Kept here, apart from the backup code, which a server imports only to make one."""
 _NAME = re.compile(r"^palaver-(\d{4}-\d\d-\d\dT\d{6}Z)\.zip$")
 _PARTIAL = re.compile(r"^palaver-\d{4}-\d\d-\d\dT\d{6}Z\.zip\.(snapshot\.)?partial$")
 _STAMP = "%Y-%m-%dT%H%M%SZ"

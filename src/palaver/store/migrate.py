@@ -9,8 +9,7 @@ database stands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -19,6 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine
 
+from palaver.store.schema_version import quiet_alembic
 from palaver.store.urls import sync_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -41,7 +41,7 @@ def upgrade_on(connection: Connection, revision: str = "head") -> None:
     """Bring the database of `connection` to `revision` inside the transaction it is in, which
     the caller commits or rolls back (`palaver restore` on PostgreSQL: schema and rows in one
     transaction)."""
-    with _alembic_quiet():
+    with quiet_alembic():
         command.upgrade(_alembic(connection), revision)
 
 
@@ -64,7 +64,7 @@ def downgrade(url: str, revision: str) -> None:
 def _run(url: str, move: Callable[[AlembicConfig], None], verb: str) -> None:
     engine = create_engine(sync_url(url))
     try:
-        with engine.begin() as conn, _alembic_quiet():
+        with engine.begin() as conn, quiet_alembic():
             cfg = _alembic(conn)
             before = MigrationContext.configure(conn).get_current_revision()
             move(cfg)
@@ -86,15 +86,3 @@ def _summary(before: str | None, after: str | None, verb: str) -> str:
     upper, lower = (after, before) if verb == "applied" else (before, after)
     steps = sum(1 for _ in script.iterate_revisions(upper or "base", lower or "base"))
     return f"{where}, {steps} migration{'' if steps == 1 else 's'} {verb}"
-
-
-@contextmanager
-def _alembic_quiet() -> Iterator[None]:
-    """Alembic's INFO lines off while it runs; its warnings and errors still go through."""
-    logger = logging.getLogger("alembic")
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)

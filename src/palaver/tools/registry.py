@@ -7,19 +7,31 @@ becomes an error result the model reads; none of them ends the reply.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol
-
-import jsonschema
 
 from palaver import strict_json
 from palaver.llm.base import ToolSpec
 from palaver.tools.base import Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
+
+_jsonschema_module: ModuleType | None = None
+
+
+async def _jsonschema() -> ModuleType:
+    """jsonschema, imported at the first tool call rather than at start (a tenth of a second),
+    in a worker thread: its import reads the metaschemas from disk. Calls that come at once
+    each wait in a thread of their own on the import's lock, never on the event loop."""
+    global _jsonschema_module
+    if _jsonschema_module is None:
+        _jsonschema_module = await asyncio.to_thread(importlib.import_module, "jsonschema")
+    return _jsonschema_module
 
 
 class BridgedTools(Protocol):
@@ -100,6 +112,7 @@ class ToolRegistry:
             return ToolOutcome(f"Error: the arguments are not valid JSON ({reason}).", False)
         if not isinstance(args, dict):
             return ToolOutcome("Error: the arguments must be a JSON object.", False)
+        jsonschema = await _jsonschema()
         try:
             jsonschema.validate(args, tool.parameters)
         except jsonschema.ValidationError as exc:

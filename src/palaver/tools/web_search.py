@@ -13,13 +13,15 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
-import httpx
 
 from palaver.settings import WebSearchConfig
 from palaver.tools.base import ToolContext, ToolError
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +190,7 @@ class WebSearchTool:
     async def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             client = await anyio.to_thread.run_sync(
-                partial(httpx.AsyncClient, timeout=self._timeout, follow_redirects=True)
+                partial(_new_client, timeout=self._timeout, follow_redirects=True)
             )
             if self._client is None:
                 self._client = client
@@ -200,6 +202,14 @@ class WebSearchTool:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _new_client(**options: Any) -> httpx.AsyncClient:
+    """httpx (with the click and rich its command line pulls in) is imported at the first
+    search, in a worker thread, not when the server starts."""
+    import httpx
+
+    return httpx.AsyncClient(**options)
 
 
 def _arguments(args: dict[str, Any]) -> tuple[str, int]:
@@ -236,6 +246,8 @@ async def _send(
     client: httpx.AsyncClient, service: str, hint: Hint, method: str, url: str, **kwargs: Any
 ) -> Any:
     """One request, its answer parsed as JSON; every failure is a WebSearchError."""
+    import httpx  # loaded already: `client` is one of its
+
     try:
         response = await client.request(method, url, **kwargs)
     except httpx.InvalidURL as exc:

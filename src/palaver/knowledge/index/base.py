@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-import numpy as np
-
 from palaver.bus.base import Event
 from palaver.store.db import Tx
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
 
 Kind = Literal["chunk", "memory"]

@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from palaver.knowledge.index.onnx_proto import model_class
-
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -141,6 +139,8 @@ class PackedScan:
 def _graph(dim: int, rows: int) -> bytes:
     """`MatMulInteger(query, codes)`, the codes an initializer whose data the session options
     hand over (serialized into the graph they would be copied three times on the way)."""
+    from palaver.knowledge.index.onnx_proto import model_class  # protobuf, when first scanned
+
     model = model_class()(ir_version=8)
     model.opset_import.add(domain="", version=13)
     graph = model.graph

@@ -3,15 +3,18 @@ and pgvector on PostgreSQL."""
 
 from __future__ import annotations
 
-from palaver.bus.base import EventBus
-from palaver.knowledge.index.base import SearchIndex
-from palaver.knowledge.index.postgres import PostgresSearchIndex
+from typing import TYPE_CHECKING
+
 from palaver.knowledge.index.sqlite import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_IDLE_SECONDS,
     SqliteSearchIndex,
 )
-from palaver.store.db import Database
+
+if TYPE_CHECKING:
+    from palaver.bus.base import EventBus
+    from palaver.knowledge.index.base import SearchIndex
+    from palaver.store.db import Database
 
 
 def search_index(
@@ -28,4 +31,6 @@ def search_index(
         return SqliteSearchIndex(
             db, cache_bytes=cache_bytes, idle_seconds=idle_seconds, bus=shared_bus
         )
+    from palaver.knowledge.index.postgres import PostgresSearchIndex
+
     return PostgresSearchIndex(db, cache_bytes=cache_bytes)

@@ -35,12 +35,10 @@ from dataclasses import dataclass, field
 from math import log
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlalchemy import ColumnElement, Connection, and_, case, func, not_, select, text
 
 from palaver.bus.base import CONTROL, Event
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
-from palaver.knowledge.index.impacts import Part, TextParts, best
 from palaver.knowledge.index.sqlite import (
     DEFAULT_CACHE_BYTES,
     TEXT_SHARE,
@@ -51,7 +49,10 @@ from palaver.store.db import Database, Tx
 from palaver.store.tables.knowledge import vectors as vector_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
+
+    from palaver.knowledge.index.impacts import Part, TextParts
 
 TSV = "to_tsvector('english', context) || to_tsvector('english', content)"
 """A chunk's words: its context (title and headings) and content, stemmed by Snowball English,
@@ -162,6 +163,8 @@ class PostgresSearchIndex:
     ) -> None:
         if vectors.shape != (len(entries), space.dim):
             raise ValueError(f"expected {len(entries)} vectors of {space.dim}, got {vectors.shape}")
+        import numpy as np  # on the first write of vectors, not at start
+
         rows = np.ascontiguousarray(vectors, dtype=np.float32)
         values = [
             {
@@ -228,6 +231,9 @@ class PostgresSearchIndex:
             return []
 
         def search(conn: Connection) -> list[Hit]:
+            # numpy and the ranked parts where text is first searched, not at start.
+            from palaver.knowledge.index.impacts import Part, best
+
             stamp = int(conn.execute(_STAMP, {"agent": agent_id}).scalar() or 0)
             weights = _weights(conn, agent_id, words, self._term_counts)
             if not weights:
@@ -250,6 +256,8 @@ class PostgresSearchIndex:
 
     def _kept_parts(self, agent_id: str, stamp: int) -> TextParts:
         """The agent's kept parts if they were fetched under `stamp`, else a new, empty set."""
+        from palaver.knowledge.index.impacts import TextParts
+
         parts = self._parts.get(agent_id)
         if parts is None or parts.stamp != stamp:
             parts = self._parts[agent_id] = TextParts(stamp, self._cache_bytes // TEXT_SHARE)
@@ -274,6 +282,8 @@ class PostgresSearchIndex:
         type: str | None = None,
         tx: Tx | None = None,
     ) -> list[Hit]:
+        import numpy as np
+
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
@@ -351,6 +361,8 @@ def fill_search_columns(conn: Connection) -> int:
     """Derive `chunks.tsv` and `vectors.embedding` where they are empty, as migration 0009 does
     for older rows: for a database whose rows were copied in without them (`palaver
     migrate-db`). Returns the vectors filled."""
+    import numpy as np
+
     conn.execute(_FILL_TEXT)
     conn.execute(_MOVE_ALL_STAMPS)
     filled = 0
@@ -381,6 +393,10 @@ def _literal(row: NDArray[np.float32]) -> str:
 
 def _fetch_part(conn: Connection, agent_id: str, word: str) -> Part:
     """The word's rank in each of the agent's chunks holding it, by ascending `seq`."""
+    import numpy as np
+
+    from palaver.knowledge.index.impacts import Part
+
     found = np.array(
         [tuple(row) for row in conn.execute(_PART, {"agent": agent_id, "word": word})],
         dtype=[("row", np.int64), ("score", np.float64)],
@@ -404,6 +420,10 @@ def _shared_hits(conn: Connection, parts: list[Part], limit: int, visibility: st
     """The best `limit` chunks of documents of `visibility`: the ranking walked in growing
     slices, each filtered in SQL, until `limit` are found or every chunk holding a word is
     seen; the filter applies before the limit, as a join would."""
+    import numpy as np
+
+    from palaver.knowledge.index.impacts import best
+
     holding = len(np.unique(np.concatenate([p.rows for p in parts]))) if parts else 0
     want = limit * 4
     while True:

@@ -24,7 +24,6 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 import anyio
-import numpy as np
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -42,18 +41,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.ids import new_id
-from palaver.knowledge.index import impacts
 from palaver.knowledge.index.base import KINDS, Entry, Hit, IndexStatus, Kind, Space
 from palaver.knowledge.index.fts_terms import fts_terms
-from palaver.knowledge.index.impacts import TextParts, Word, structure_stamp
-from palaver.knowledge.index.int8_scan import PackedScan
-from palaver.knowledge.index.matrix import Snapshot, VectorMatrix
 from palaver.store.db import Database, Tx
 from palaver.store.tables.knowledge import fts_ddl, fts_drop, fts_table
 from palaver.store.tables.knowledge import vectors as vector_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
+
+    from palaver.knowledge.index.impacts import TextParts
+    from palaver.knowledge.index.matrix import Snapshot, VectorMatrix
+
+# numpy and the modules built on it (matrices, the int8 scan, ranked text parts) are imported
+# where an agent's vectors or text are first searched or written, not at start: a server that
+# serves no knowledge base or memory never loads them.
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +114,7 @@ holding one agent of 100,000 chunks stays within 700 MB."""
 TEXT = "text"
 """The cache key's second half for an agent's text parts (matrices have their kind)."""
 
-MatrixChange = Callable[[VectorMatrix], None]
+MatrixChange = Callable[["VectorMatrix"], None]
 
 
 def query_terms(query: str) -> list[str]:
@@ -206,6 +209,8 @@ class SqliteSearchIndex:
             raise ValueError(f"expected {len(entries)} vectors of {space.dim}, got {vectors.shape}")
         if not entries:
             return
+        import numpy as np
+
         rows = np.ascontiguousarray(vectors, dtype=np.float32)
         values = [
             {
@@ -421,6 +426,9 @@ class SqliteSearchIndex:
     ) -> list[Hit]:
         """The best `limit` chunks for the OR of `terms`, from the agent's kept parts, kept
         afresh when the table changed since they were asked."""
+        from palaver.knowledge.index import impacts
+        from palaver.knowledge.index.impacts import TextParts, Word, structure_stamp
+
         stamp = structure_stamp(conn, table)
         parts = self._parts.get(agent_id)
         if parts is None or parts.stamp != stamp:
@@ -471,6 +479,8 @@ class SqliteSearchIndex:
         """With `tx` and other nodes on the file, the matrix is read afresh in the transaction,
         which holds the file's write lock: another node's announcement may still be on its way.
         On one node the cached matrix already holds every committed write."""
+        import numpy as np
+
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != space.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, not {space.dim}")
@@ -497,6 +507,8 @@ class SqliteSearchIndex:
         matrix.packed_at = now
 
         async def pack() -> None:
+            from palaver.knowledge.index.int8_scan import PackedScan
+
             try:
                 scan = await anyio.to_thread.run_sync(PackedScan, snapshot.matrix, snapshot.version)
             except Exception:
@@ -596,6 +608,10 @@ class SqliteSearchIndex:
         counted = select(func.count()).select_from(query.order_by(None).subquery())
 
         def load(conn: Connection) -> VectorMatrix:
+            import numpy as np
+
+            from palaver.knowledge.index.matrix import VectorMatrix
+
             matrix = VectorMatrix.sized(space, conn.execute(counted).scalar_one())
             rows = conn.execute(query.execution_options(yield_per=_LOAD_BATCH))
             for part in rows.partitions():

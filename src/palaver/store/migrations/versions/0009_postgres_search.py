@@ -6,7 +6,6 @@ Revision ID: 0009_postgres_search
 Revises: 0008_keep_float_embedder
 """
 
-import numpy as np
 import sqlalchemy as sa
 from alembic import op
 
@@ -65,4 +64,6 @@ def downgrade() -> None:
 
 
 def _literal(data: bytes) -> str:
+    import numpy as np  # only for PostgreSQL's older vectors: a first start on SQLite skips it
+
     return "[" + ",".join(map(str, np.frombuffer(data, dtype=np.float32).tolist())) + "]"
