@@ -146,9 +146,10 @@ class Deployment:
     """The nodes under test and what they stand on: SQLite for one, PostgreSQL, Redis and
     nginx for two. Servers are started from the server core, which their children keep."""
 
-    def __init__(self, workdir: Path, nodes: int) -> None:
+    def __init__(self, workdir: Path, nodes: int, node_env: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.count = nodes
+        self.node_env = node_env or {}
         self.nodes: list[Node] = []
         self.pg: PgServer | None = None
         self.redis: RedisServer | None = None
@@ -179,7 +180,9 @@ class Deployment:
                 }
             for n in range(self.count):  # one at a time: the first migrates the database
                 name = f"node-{'ab'[n]}"
-                node = Node(self.workdir / name, name, self.workdir / "data", env)
+                node = Node(
+                    self.workdir / name, name, self.workdir / "data", {**env, **self.node_env}
+                )
                 self.nodes.append(node)
                 node.start()
             if self.count > 1:
@@ -1126,7 +1129,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--stem", help="results file name (default: soak-1node, soak-2nodes, "
                         "with -short under 60 minutes)")  # fmt: skip
+    parser.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="more environment for every node, e.g. MALLOC_ARENA_MAX=2 or "
+                        "PYTHONTRACEMALLOC=25 (repeatable)")  # fmt: skip
     args = parser.parse_args()
+    if any("=" not in item for item in args.node_env):
+        parser.error("--node-env takes NAME=VALUE")
+    node_env = dict(item.split("=", 1) for item in args.node_env)
     if args.minutes < 2:
         parser.error("--minutes must be at least 2: a warm-up and a minute to compare it with")
     stem = args.stem or (
@@ -1135,7 +1144,7 @@ def main() -> None:
     load_before = os.getloadavg()
     os.sched_setaffinity(0, {int(LOAD_CORE)})
     with _workdir() as workdir, FakeOpenAI(responder=respond) as fake:
-        deployment = Deployment(workdir, args.nodes)
+        deployment = Deployment(workdir, args.nodes, node_env)
         try:
             deployment.start()
             report = asyncio.run(soak(deployment, fake, args.minutes))
