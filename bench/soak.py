@@ -1012,7 +1012,12 @@ def markdown(report: dict[str, Any]) -> str:
         f"model on core 1. Load average (1, 5, 15 min) {report['load_average']['start']} at "
         f"the start, {report['load_average']['end']} at the end; the machine's CPU pressure "
         f"(PSI, see the last table) {pressure} on average over the run. The load: "
-        f"{report['plan']}.",
+        f"{report['plan']}."
+        + (
+            f" The nodes' extra environment: {', '.join(f'{k}={v}' for k, v in env.items())}."
+            if (env := report.get("node_env"))
+            else ""
+        ),
         "",
         "## Verification",
         "",
@@ -1157,6 +1162,7 @@ def main() -> None:
         "machine": _machine(),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "plan": PLAN,
+        "node_env": node_env,
         "load_average": {
             "start": [round(x, 2) for x in load_before],
             "end": [round(x, 2) for x in os.getloadavg()],
