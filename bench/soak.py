@@ -361,9 +361,10 @@ class Soak:
         self.minutes = minutes
         self.run_id = uuid.uuid4().hex[:8]
         self.rec = Recorder()
-        self.http = httpx.AsyncClient(
-            base_url=deployment.base_url, timeout=30, limits=httpx.Limits(max_connections=64)
-        )
+        # Idle connections are dropped after 2 s, well before a node closes them (uvicorn: 5 s,
+        # httpx's own default too): a request sent on one the node was closing is reset.
+        limits = httpx.Limits(max_connections=64, keepalive_expiry=2.0)
+        self.http = httpx.AsyncClient(base_url=deployment.base_url, timeout=30, limits=limits)
         self.token = ""
         self.agent_id = ""
         self.post_channels: list[str] = []
