@@ -146,9 +146,10 @@ class Deployment:
     """The nodes under test and what they stand on: SQLite for one, PostgreSQL, Redis and
     nginx for two. Servers are started from the server core, which their children keep."""
 
-    def __init__(self, workdir: Path, nodes: int) -> None:
+    def __init__(self, workdir: Path, nodes: int, node_env: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.count = nodes
+        self.node_env = node_env or {}
         self.nodes: list[Node] = []
         self.pg: PgServer | None = None
         self.redis: RedisServer | None = None
@@ -179,7 +180,9 @@ class Deployment:
                 }
             for n in range(self.count):  # one at a time: the first migrates the database
                 name = f"node-{'ab'[n]}"
-                node = Node(self.workdir / name, name, self.workdir / "data", env)
+                node = Node(
+                    self.workdir / name, name, self.workdir / "data", {**env, **self.node_env}
+                )
                 self.nodes.append(node)
                 node.start()
             if self.count > 1:
@@ -358,9 +361,10 @@ class Soak:
         self.minutes = minutes
         self.run_id = uuid.uuid4().hex[:8]
         self.rec = Recorder()
-        self.http = httpx.AsyncClient(
-            base_url=deployment.base_url, timeout=30, limits=httpx.Limits(max_connections=64)
-        )
+        # Idle connections are dropped after 2 s, well before a node closes them (uvicorn: 5 s,
+        # httpx's own default too): a request sent on one the node was closing is reset.
+        limits = httpx.Limits(max_connections=64, keepalive_expiry=2.0)
+        self.http = httpx.AsyncClient(base_url=deployment.base_url, timeout=30, limits=limits)
         self.token = ""
         self.agent_id = ""
         self.post_channels: list[str] = []
@@ -1009,7 +1013,12 @@ def markdown(report: dict[str, Any]) -> str:
         f"model on core 1. Load average (1, 5, 15 min) {report['load_average']['start']} at "
         f"the start, {report['load_average']['end']} at the end; the machine's CPU pressure "
         f"(PSI, see the last table) {pressure} on average over the run. The load: "
-        f"{report['plan']}.",
+        f"{report['plan']}."
+        + (
+            f" The nodes' extra environment: {', '.join(f'{k}={v}' for k, v in env.items())}."
+            if (env := report.get("node_env"))
+            else ""
+        ),
         "",
         "## Verification",
         "",
@@ -1126,7 +1135,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--stem", help="results file name (default: soak-1node, soak-2nodes, "
                         "with -short under 60 minutes)")  # fmt: skip
+    parser.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="more environment for every node, e.g. MALLOC_ARENA_MAX=2 or "
+                        "PYTHONTRACEMALLOC=25 (repeatable)")  # fmt: skip
     args = parser.parse_args()
+    if any("=" not in item for item in args.node_env):
+        parser.error("--node-env takes NAME=VALUE")
+    node_env = dict(item.split("=", 1) for item in args.node_env)
     if args.minutes < 2:
         parser.error("--minutes must be at least 2: a warm-up and a minute to compare it with")
     stem = args.stem or (
@@ -1135,7 +1150,7 @@ def main() -> None:
     load_before = os.getloadavg()
     os.sched_setaffinity(0, {int(LOAD_CORE)})
     with _workdir() as workdir, FakeOpenAI(responder=respond) as fake:
-        deployment = Deployment(workdir, args.nodes)
+        deployment = Deployment(workdir, args.nodes, node_env)
         try:
             deployment.start()
             report = asyncio.run(soak(deployment, fake, args.minutes))
@@ -1148,6 +1163,7 @@ def main() -> None:
         "machine": _machine(),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "plan": PLAN,
+        "node_env": node_env,
         "load_average": {
             "start": [round(x, 2) for x in load_before],
             "end": [round(x, 2) for x in os.getloadavg()],

@@ -51,6 +51,7 @@ from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.backup_schedule import BackupRunner
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.bus.inproc import InProcessBus
+from palaver.caches import Caches, EncodedMessages
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.ids import new_id
@@ -110,6 +111,7 @@ def build_services(config: Config) -> Services:
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
         metrics=metrics,
+        caches=Caches(messages=EncodedMessages(config.message_cache_mb * 1024 * 1024)),
     )
     svc.message_search = message_search(db)
     rerankers = svc.rerankers = Rerankers(db, svc.providers)

@@ -67,8 +67,14 @@ class BoundedCache(Generic[K, V]):
             del self._items[key]
 
 
+ENTRY_BYTES = 192
+"""What an entry of `EncodedMessages` holds beyond its JSON: the bytes object's header, its
+key (a message id) and its place in the ordered dict, measured with tracemalloc."""
+
+
 class EncodedMessages:
-    """Messages as their JSON bytes, least recently used first out beyond `budget` bytes.
+    """Messages as their JSON bytes, least recently used first out beyond `budget` bytes,
+    counted as the memory the entries really hold.
 
     A message changes when it is edited, deleted, reacted to or replied to in a thread
     (`message_changed`), and in one rare case more: a reply stored as interrupted by another
@@ -86,6 +92,9 @@ class EncodedMessages:
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._items
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def get(self, message_id: str) -> bytes | None:
         encoded = self._items.get(message_id)
         if encoded is not None:
@@ -95,25 +104,31 @@ class EncodedMessages:
     def put(self, message_id: str, encoded: bytes, generation: int | None = None) -> None:
         """`generation`: the one read before the message was loaded (None: a message just
         made, which nothing can have changed yet)."""
-        if len(encoded) > self.budget or message_id in self._items:
+        if _cost(encoded) > self.budget or message_id in self._items:
             return
         if generation is not None and generation != self.generation:
             return
-        self._items[message_id] = encoded
-        self.held += len(encoded)
+        # A copy of the exact size: orjson's own bytes keep the whole buffer it wrote into
+        # (4 KiB for a message of 400 bytes), so the cache held ten times what it counted.
+        self._items[message_id] = bytes(memoryview(encoded))
+        self.held += _cost(encoded)
         while self.held > self.budget:
             _, dropped = self._items.popitem(last=False)
-            self.held -= len(dropped)
+            self.held -= _cost(dropped)
 
     def forget(self, message_id: str) -> None:
         self.generation += 1
         dropped = self._items.pop(message_id, None)
         if dropped is not None:
-            self.held -= len(dropped)
+            self.held -= _cost(dropped)
 
     def clear(self) -> None:
         self._items.clear()
         self.held = 0
+
+
+def _cost(encoded: bytes) -> int:
+    return len(encoded) + ENTRY_BYTES
 
 
 @dataclass(frozen=True)

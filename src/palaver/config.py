@@ -39,6 +39,9 @@ class Config(BaseSettings):
     """Bound on the agents' vector matrices kept in memory; the least recently searched go
     first, and any not searched for `vector_idle_minutes` go anyway (reloaded on demand)."""
     vector_idle_minutes: float = Field(default=60.0, gt=0)
+    message_cache_mb: int = Field(default=32, ge=1)
+    """Bound on the messages' JSON kept in memory for history pages, counted as the memory
+    the entries hold; the least recently used go first."""
     node_heartbeat_seconds: float = Field(default=5.0, gt=0)
     """How often a node refreshes its row in the node registry."""
     node_lease_seconds: float = Field(default=20.0, gt=0)
