@@ -6,6 +6,7 @@ Secrets live here in full; every copy that leaves the service goes through `mask
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
@@ -141,6 +142,24 @@ class Budgets(_Strict):
 EVERY_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _EVERY = re.compile(r"^([1-9][0-9]{0,6})([smhd])$")
 MAX_EVERY_SECONDS = 366 * 86400
+EVERY_PATTERN = (
+    "^([1-9][0-9]{0,6}s|[1-9][0-9]{0,4}m|[1-9][0-9]{0,2}h|([1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]"
+    "|36[0-6])d)$"
+)
+"""What the OpenAPI schema promises of `every`: the periods within `MAX_EVERY_SECONDS` a client
+can write without counting (the validator's own messages say what else is wrong)."""
+
+
+def _string_pattern(pattern: str) -> Callable[[dict[str, Any]], None]:
+    """Puts `pattern` into the schema's string branch only: the validators check the value
+    with messages of their own, and a fuzzer given the schema writes only values they take."""
+
+    def put(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf", []):
+            if branch.get("type") == "string":
+                branch["pattern"] = pattern
+
+    return put
 
 
 def every_seconds(every: str) -> int:
@@ -153,11 +172,15 @@ def every_seconds(every: str) -> int:
 class BackupSchedule(_Strict):
     """The backups one node of the install makes by itself (docs/BACKUP.md)."""
 
-    every: str | None = Field(default=None, max_length=16)
+    every: str | None = Field(
+        default=None, max_length=16, json_schema_extra=_string_pattern(EVERY_PATTERN)
+    )
     """How often: a whole number and a unit, `30m`, `6h`, `1d`; null is no schedule."""
     keep: int = Field(default=7, ge=1, le=1000)
     """How many of the scheduled backups to keep: the oldest beyond it are removed."""
-    dir: str | None = Field(default=None, max_length=4096)
+    dir: str | None = Field(
+        default=None, max_length=4096, json_schema_extra=_string_pattern("^/[^\\u0000]*$")
+    )
     """An absolute folder; null is `<data dir>/backups`."""
 
     @field_validator("every")

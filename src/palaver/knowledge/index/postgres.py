@@ -93,16 +93,11 @@ _RELABEL = text(
 )
 _STAMP = text("SELECT stamp FROM text_stamps WHERE agent_id = :agent")
 _MOVE_STAMP = text(
-    "INSERT INTO text_stamps (agent_id, stamp) VALUES (:agent, 1) ON CONFLICT (agent_id) "
-    "DO UPDATE SET stamp = text_stamps.stamp + 1"
-)
-_MOVE_STAMP_IF_ANY = text("UPDATE text_stamps SET stamp = stamp + 1 WHERE agent_id = :agent")
-"""For an agent whose row may be gone in this transaction (its stamp goes with it, and a
-missing stamp reads as 0); an agent with chunks has a stamp (`add_text`, migration 0017)."""
-_MOVE_ALL_STAMPS = text(
-    "INSERT INTO text_stamps (agent_id, stamp) SELECT id, 1 FROM agents "
+    "INSERT INTO text_stamps (agent_id, stamp) SELECT id, 1 FROM agents WHERE id = :agent "
     "ON CONFLICT (agent_id) DO UPDATE SET stamp = text_stamps.stamp + 1"
 )
+"""Moves the agent's stamp, made at 1 if it has none; nothing for an agent whose row is gone
+in this transaction (its stamp went with it, and a missing stamp reads as 0)."""
 _PART = text(
     "SELECT seq, ts_rank(tsv, plainto_tsquery('english', :word), 1) FROM chunks "
     "WHERE agent_id = :agent AND tsv @@ plainto_tsquery('english', :word)"
@@ -200,12 +195,12 @@ class PostgresSearchIndex:
             return
         if kind == "chunk":
             await tx.conn.execute(_REMOVE_TEXT, {"agent": agent_id, "ids": list(ids)})
-            await tx.conn.execute(_MOVE_STAMP_IF_ANY, {"agent": agent_id})
+            await tx.conn.execute(_MOVE_STAMP, {"agent": agent_id})
         await tx.conn.execute(_DELETE, {"agent": agent_id, "kind": kind, "ids": list(ids)})
 
     async def drop_agent(self, tx: Tx, agent_id: str) -> None:
         await tx.conn.execute(_DROP_TEXT, {"agent": agent_id})
-        await tx.conn.execute(_MOVE_STAMP_IF_ANY, {"agent": agent_id})
+        await tx.conn.execute(_MOVE_STAMP, {"agent": agent_id})
         await tx.conn.execute(_DROP_VECTORS, {"agent": agent_id})
 
         async def forget() -> None:
@@ -364,7 +359,6 @@ def fill_search_columns(conn: Connection) -> int:
     import numpy as np
 
     conn.execute(_FILL_TEXT)
-    conn.execute(_MOVE_ALL_STAMPS)
     filled = 0
     while rows := conn.execute(_UNFILLED).all():
         conn.execute(

@@ -26,9 +26,6 @@ def upgrade() -> None:
         ),
         sa.Column("stamp", sa.BigInteger, nullable=False),
     )
-    # Every agent gets its stamp now, so that one whose chunks were indexed before this
-    # revision has a counter for `delete` to move.
-    op.execute("INSERT INTO text_stamps (agent_id, stamp) SELECT id, 0 FROM agents")
 
 
 def downgrade() -> None:
