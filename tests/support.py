@@ -334,15 +334,17 @@ def history(api: Api, channel_id: str, **params: Any) -> list[dict[str, Any]]:
 
 
 def whole_history(api: Api, channel_id: str) -> list[dict[str, Any]]:
-    """Every message of the channel, oldest first, page by page."""
+    """Every message of the channel, oldest first: the newest page, then page by page back
+    (a page without `before` or `after` is the newest, so paging forward from it would stop
+    at once)."""
     found: list[dict[str, Any]] = []
-    after: dict[str, str] = {}
+    before: dict[str, str] = {}
     while True:
-        page = history(api, channel_id, limit=200, **after)
-        found += page
+        page = history(api, channel_id, limit=200, **before)
+        found = page + found
         if len(page) < 200:
             return found
-        after = {"after": page[-1]["id"]}
+        before = {"before": page[0]["id"]}
 
 
 def token_hash(token: str) -> str:
