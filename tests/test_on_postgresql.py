@@ -45,12 +45,19 @@ as issue 14 asks of the second pass; the knowledge tests that rank by full text 
 there."""
 
 
-def test_the_chosen_api_modules_pass_on_postgresql() -> None:
+GROUPS = 3
+"""The modules run in this many pytests of their own, as separate tests, so that xdist's
+workers share them and no single test bounds the suite's time."""
+
+
+@pytest.mark.parametrize("group", range(GROUPS))
+def test_the_chosen_api_modules_pass_on_postgresql(group: int) -> None:
     if storage() == "postgresql":
         pytest.skip("this run is the PostgreSQL pass already, these modules and all")
     env = {**os.environ, STORAGE_ENV: "postgresql"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *MODULES],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"]
+        + list(MODULES[group::GROUPS]),
         cwd=ROOT,
         env=env,
         capture_output=True,
