@@ -56,8 +56,16 @@ def test_the_chosen_api_modules_pass_on_postgresql(group: int) -> None:
         pytest.skip("this run is the PostgreSQL pass already, these modules and all")
     env = {**os.environ, STORAGE_ENV: "postgresql"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"]
-        + list(MODULES[group::GROUPS]),
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            *MODULES[group::GROUPS],
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,

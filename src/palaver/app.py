@@ -45,6 +45,7 @@ from palaver.api import (
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
+from palaver.api.hot_routes import MessagesThinRoute
 from palaver.api.request_metrics import RequestMetrics
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
@@ -267,6 +268,8 @@ def create_app(config: Config) -> FastAPI:
         app.include_router(debug.router(install_counts(svc.db)))
     # Last: its catch-all answers the page for every other GET.
     app.include_router(web_client.build_router())
+    # First: well-formed reads and posts of messages skip FastAPI's dependency solving.
+    app.router.routes.insert(0, MessagesThinRoute(app.router))
     tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
 

@@ -1,0 +1,159 @@
+"""The thin path of `GET` and `POST /api/messages` (api/hot_routes.py) answers as the FastAPI
+routes do: each request here is sent once in a form the thin path takes and once in a form it
+hands on to FastAPI (a parameter written another way, a body sent as a `+json` type), and
+the two answers must be the same, for the owner, a guest, a stranger and a renewed session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.support import Api, Guest, Server, age_session, history, new_channel, post, sql
+
+UNCHANGING = ("content-type", "set-cookie", "retry-after")
+
+
+@pytest.fixture
+def channel(owner: Api) -> str:
+    return str(new_channel(owner)["id"])
+
+
+def _read(api: Api | httpx.Client, query: str) -> httpx.Response:
+    return api.get(f"/api/messages?{query}")
+
+
+def _same(thin: httpx.Response, fastapi: httpx.Response) -> None:
+    assert thin.status_code == fastapi.status_code, (thin.text, fastapi.text)
+    assert thin.json() == fastapi.json()
+    for name in UNCHANGING:
+        assert (name in thin.headers) == (name in fastapi.headers), name
+
+
+@pytest.mark.parametrize(
+    ("taken", "handed_on"),
+    [
+        ("limit=3", "limit=03"),
+        ("limit=3", "limit=3&unknown=1"),
+        ("", "limit=50"),
+        ("limit=200", "limit=+200"),
+        ("limit=4", "limit=3&limit=4"),
+    ],
+)
+def test_a_history_page_is_the_same_on_both_paths(
+    owner: Api, channel: str, taken: str, handed_on: str
+) -> None:
+    ids = [post(owner, channel, f"m{i}") for i in range(5)]
+    for extra in ("", f"&before={ids[3]}", f"&after={ids[0]}"):
+        thin = _read(owner, f"channelId={channel}&{taken}{extra}")
+        _same(thin, _read(owner, f"channelId={channel}&{handed_on}{extra}"))
+        assert thin.json()["messages"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=0",
+        "limit=201",
+        "limit=x",
+        "channelId=",
+        "threadId=",
+        "before=a&after=b",
+    ],
+)
+def test_a_history_request_the_thin_path_hands_on_gets_fastapi_s_answer(
+    owner: Api, channel: str, query: str
+) -> None:
+    response = _read(owner, f"channelId={channel}&{query}")
+    assert response.status_code in (400, 404), response.text
+    assert response.json()["error"]
+
+
+def test_strangers_and_guests_outside_the_channel_get_the_same_refusal(
+    server: Server, owner: Api, channel: str
+) -> None:
+    message = post(owner, channel, "for members only")
+    with server.client() as stranger:
+        _same(
+            _read(stranger, f"channelId={channel}"),
+            _read(stranger, f"channelId={channel}&limit=050"),
+        )
+        assert _read(stranger, f"channelId={channel}").status_code == 401
+    with Guest(server, owner) as guest:
+        for query in (f"channelId={channel}", f"channelId={channel}&threadId={message}"):
+            thin = _read(guest.api, query)
+            assert thin.status_code == 404
+            assert "for members only" not in thin.text
+            _same(thin, _read(guest.api, f"{query}&limit=050"))
+        refused = _post(guest.api, {"channelId": channel, "content": "hi"})
+        assert refused.status_code == 404
+        _same(refused, _post(guest.api, {"channelId": channel, "content": "hi"}, typed=False))
+    assert [m["content"] for m in history(owner, channel)] == ["for members only"]
+
+
+def _post(
+    api: Api | httpx.Client, body: Any, typed: bool = True, key: str | None = None
+) -> httpx.Response:
+    """With `typed`, as `application/json` (the thin path); without, the same bytes as a
+    `+json` type, which FastAPI reads as JSON and the thin path hands on."""
+    headers = {"content-type": "application/json" if typed else "application/x-test+json"}
+    if key is not None:
+        headers["idempotency-key"] = key
+    return api.post("/api/messages", content=orjson.dumps(body), headers=headers)
+
+
+def test_a_post_is_stored_and_answered_the_same_on_both_paths(owner: Api, channel: str) -> None:
+    thin = _post(owner, {"channelId": channel, "content": "thin"})
+    fastapi = _post(owner, {"channelId": channel, "content": "fastapi"}, typed=False)
+    for response in (thin, fastapi):
+        assert response.status_code == 200, response.text
+        assert set(response.json()) == {"id", "ok"}
+    assert sorted(thin.headers) == sorted(fastapi.headers)
+    stored = history(owner, channel)
+    assert [(m["id"], m["content"]) for m in stored] == [
+        (thin.json()["id"], "thin"),
+        (fastapi.json()["id"], "fastapi"),
+    ]
+
+
+def test_an_idempotency_key_is_honoured_on_the_thin_path(
+    server: Server, owner: Api, channel: str
+) -> None:
+    body = {"channelId": channel, "content": "once"}
+    first = _post(owner, body, key="k-1")
+    again = _post(owner, body, key="k-1")
+    assert first.json()["id"] == again.json()["id"]
+    assert [m["content"] for m in history(owner, channel)] == ["once"]
+    too_long = _post(owner, body, key="k" * 201)
+    assert too_long.status_code == 400 and too_long.json()["error"]
+    stored = sql(server, "SELECT count(*) FROM messages WHERE channel_id = ?", channel)
+    assert stored == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"channelId": "x", "content": ""},
+        {"channelId": "x", "content": "hi", "unknown": 1},
+        {"channelId": 3, "content": "hi"},
+        {"channelId": "x", "content": "hi", "type": "weird"},
+        ["not", "an", "object"],
+    ],
+)
+def test_a_body_the_thin_path_cannot_take_gets_fastapi_s_answer(owner: Api, body: Any) -> None:
+    _same(_post(owner, body), _post(owner, body, typed=False))
+    assert _post(owner, body).status_code == 400
+
+
+def test_both_paths_renew_an_aging_session_cookie(server: Server, owner: Api, channel: str) -> None:
+    with server.login() as api:
+        age_session(server, api.token, days=29)
+        read = _read(api, f"channelId={channel}")
+        assert read.status_code == 200
+        assert api.token in read.headers["set-cookie"]
+        age_session(server, api.token, days=29)
+        posted = _post(api, {"channelId": channel, "content": "renewed"})
+        assert posted.status_code == 200
+        assert api.token in posted.headers["set-cookie"]
