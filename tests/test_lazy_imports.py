@@ -32,10 +32,11 @@ NEVER_AT_START = (
     "redis",
     "opentelemetry.sdk",
     "opentelemetry.exporter",
+    "prometheus_client",
 )
 """Provider SDKs, MCP, the local embedding model's runtime and what the knowledge base needs,
-Redis, and the OpenTelemetry SDK with its exporters (the API alone is loaded: its no-op spans
-are what "off" costs)."""
+Redis, the OpenTelemetry SDK with its exporters (the API alone is loaded: its no-op spans are
+what "off" costs), and prometheus-client while `PALAVER_METRICS_ADDRESS` is unset."""
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI
@@ -46,7 +47,6 @@ from palaver.api import (
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
 from palaver.api.hot_routes import MessagesThinRoute
-from palaver.api.request_metrics import RequestMetrics
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.backup_schedule import BackupRunner
@@ -62,8 +62,7 @@ from palaver.knowledge.service import KnowledgeBase
 from palaver.knowledge.warmup import warm_up
 from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
-from palaver.metrics import Metrics
-from palaver.metrics_server import MetricsServer
+from palaver.metrics import Metrics, Uncounted
 from palaver.realtime import ws
 from palaver.realtime.hub import Hub
 from palaver.search.pick import message_search
@@ -78,14 +77,16 @@ from palaver.tools.registry import ToolRegistry
 from palaver.tools.schedule import ManageScheduleTool
 from palaver.tools.web_search import WebSearchTool
 
+if TYPE_CHECKING:
+    from palaver.metrics_server import MetricsServer
+
 log = logging.getLogger(__name__)
 
 
 def build_services(config: Config) -> Services:
-    metrics = Metrics()
-    counting = config.metrics_bind is not None
+    metrics = Metrics() if config.metrics_bind is not None else None
     db = Database(config.db_url)
-    bus, limiter = _bus_and_limiter(config, metrics.bus_lag.observe if counting else None)
+    bus, limiter = _bus_and_limiter(config, metrics.bus_lag.observe if metrics else None)
     settings = SettingsHolder(db, bus)
     embedder = CurrentEmbedder(lambda: settings.current)
     index = search_index(
@@ -101,7 +102,7 @@ def build_services(config: Config) -> Services:
         node_id=node_id,
         db=db,
         bus=bus,
-        hub=Hub(metrics.events_fanned_out.inc if counting else None),
+        hub=Hub(metrics.events_fanned_out.inc if metrics else None),
         limiter=limiter,
         settings=settings,
         providers=ProviderRegistry(lambda: settings.current),
@@ -111,7 +112,7 @@ def build_services(config: Config) -> Services:
         knowledge=KnowledgeBase(db, index, embedder, node_id),
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
-        metrics=metrics,
+        metrics=metrics or Uncounted(),
         caches=Caches(messages=EncodedMessages(config.message_cache_mb * 1024 * 1024)),
     )
     svc.message_search = message_search(db)
@@ -143,14 +144,13 @@ def build_services(config: Config) -> Services:
     )
     svc.backups = BackupRunner(svc)
     settings.listeners.append(svc.backups.wake)
-    if counting:
-        _count(svc)
+    if metrics:
+        _count(svc, metrics)
     return svc
 
 
-def _count(svc: Services) -> None:
+def _count(svc: Services, metrics: Metrics) -> None:
     """The hot paths' hooks, and the gauges that read state kept anyway, when scraped."""
-    metrics = svc.metrics
     svc.db.on_batch = metrics.observe_write_batch
     sockets = metrics.websockets
     sockets.labels("authenticated").set_function(lambda: svc.hub.connection_count)
@@ -240,7 +240,9 @@ def create_app(config: Config) -> FastAPI:
     app.add_middleware(BodyLimit)
     app.add_middleware(web_client.SecurityHeaders)
     app.add_middleware(HostGuard, allowed=svc.hosts)
-    if config.metrics_bind is not None:
+    if isinstance(svc.metrics, Metrics):
+        from palaver.api.request_metrics import RequestMetrics
+
         app.add_middleware(RequestMetrics, histogram=svc.metrics.http_requests)
     for router in (
         auth_api.router,
@@ -294,8 +296,10 @@ def _migrate(url: str) -> None:
 
 async def _serve_metrics(config: Config, svc: Services) -> MetricsServer | None:
     """First of all, so that an address that cannot be listened on stops the start at once."""
-    if config.metrics_bind is None:
+    if config.metrics_bind is None or not isinstance(svc.metrics, Metrics):
         return None
+    from palaver.metrics_server import MetricsServer
+
     exporter = MetricsServer(svc.metrics.registry, *config.metrics_bind)
     await exporter.start()
     return exporter

@@ -7,7 +7,8 @@ writes them (`gen_ai.client.token.usage` as `gen_ai_client_token_usage`).
 
 Recording must cost the hot paths nothing that shows: the counts that follow state the hot
 paths keep anyway (open sockets, replies in flight, the ingest queue) are read when scraped,
-and the hot paths' own hooks are installed only when metrics are served (`app.py`).
+and the hot paths' own hooks are installed only when metrics are served (`app.py`). When they
+are not, a node records into `Uncounted` and never imports prometheus-client (issue 26).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from palaver.llm.builtin import BUILTIN_ID
 from palaver.settings import Settings
@@ -65,8 +64,27 @@ CHAT = "chat"
 """`gen_ai.operation.name` of a reply's model call."""
 
 
-class Metrics:
+class Uncounted:
+    """What the code that records calls, when metrics are not served: nothing is kept."""
+
+    def tool_called(self, tool: str, ok: bool) -> None:
+        """A tool call an agent made, by tool and outcome."""
+
+    def heartbeat(self, outcome: str) -> None:
+        """This node's heartbeat in the node registry, by outcome."""
+
+    @contextmanager
+    def model_call(self, call: ModelCall) -> Iterator[ModelCall]:
+        """One model call of an agent's reply."""
+        yield call
+
+
+class Metrics(Uncounted):
+    """Every metric, in a registry of this process's own."""
+
     def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
         registry = self.registry = CollectorRegistry()
         self.http_requests = Histogram(
             "palaver_http_request_duration_seconds",

@@ -19,7 +19,7 @@ from palaver.knowledge.index.base import SearchIndex
 from palaver.knowledge.service import KnowledgeBase
 from palaver.llm.registry import ProviderRegistry
 from palaver.memory import MemoryStore
-from palaver.metrics import Metrics
+from palaver.metrics import Uncounted
 from palaver.realtime.hub import Hub
 from palaver.search.base import MessageSearch
 from palaver.store.db import Database
@@ -62,8 +62,9 @@ class Services:
     on_user_message: list[MessageHandler] = field(default_factory=list)
     """Called after a person's message is stored and broadcast: where agents pick it up."""
     caches: Caches = field(default_factory=Caches)
-    metrics: Metrics = field(default_factory=Metrics)
-    """This process's metrics, served on `PALAVER_METRICS_ADDRESS` when it is set."""
+    metrics: Uncounted = field(default_factory=Uncounted)
+    """This process's metrics (a `Metrics`), served on `PALAVER_METRICS_ADDRESS` when it is
+    set; otherwise nothing is recorded."""
     node_id: str = field(default_factory=lambda: new_id("node"))
     """This process's id in the `nodes` registry; its reply drafts, running chains and
     documents being indexed carry it (their lease)."""
