@@ -52,7 +52,14 @@ from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.backup_schedule import BackupRunner
 from palaver.bus.base import CONTROL, Event, EventBus
 from palaver.bus.inproc import InProcessBus
-from palaver.caches import Caches, EncodedMessages
+from palaver.caches import (
+    MIB,
+    BoundedCache,
+    Caches,
+    EncodedMessages,
+    channel_weight,
+    session_weight,
+)
 from palaver.config import Config
 from palaver.errors import install_error_handlers
 from palaver.ids import new_id
@@ -113,7 +120,11 @@ def build_services(config: Config) -> Services:
         memories=MemoryStore(db, index, embedder, lambda: settings.current.memory),
         hosts=AllowedHosts(config.host, config.allowed_hosts),
         metrics=metrics or Uncounted(),
-        caches=Caches(messages=EncodedMessages(config.message_cache_mb * 1024 * 1024)),
+        caches=Caches(
+            sessions=BoundedCache(config.session_cache_mb * MIB, session_weight),
+            channels=BoundedCache(config.channel_cache_mb * MIB, channel_weight),
+            messages=EncodedMessages(config.message_cache_mb * MIB),
+        ),
     )
     svc.message_search = message_search(db)
     rerankers = svc.rerankers = Rerankers(db, svc.providers)

@@ -22,49 +22,82 @@ from palaver.domain import Channel, User
 K = TypeVar("K")
 V = TypeVar("V")
 
-SESSIONS_CACHED = 10_000
-CHANNELS_CACHED = 10_000
-MESSAGE_JSON_BYTES = 32 * 1024 * 1024
+MIB = 1024 * 1024
+SESSION_BYTES = 8 * MIB
+CHANNEL_BYTES = 16 * MIB
+MESSAGE_JSON_BYTES = 32 * MIB
 
 
 class BoundedCache(Generic[K, V]):
-    """Least recently used entries leave first once `size` are held."""
+    """Least recently used entries leave first beyond `budget` bytes, each entry counted as
+    `weigh` says it holds."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, budget: int, weigh: Callable[[V], int]) -> None:
+        self.budget = budget
+        self.held = 0
         self.generation = 0
         """Counts invalidations; `put` refuses a value read before the latest one."""
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._weigh = weigh
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._items)
 
     def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
+        entry = self._items.get(key)
+        if entry is None:
+            return None
+        self._items.move_to_end(key)
+        return entry[0]
 
     def put(self, key: K, value: V, generation: int) -> None:
         if generation != self.generation:
             return
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        weight = self._weigh(value)
+        if weight > self.budget:
+            return
+        self._drop(key)
+        self._items[key] = (value, weight)
+        self.held += weight
+        while self.held > self.budget:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.held -= dropped
 
     def forget(self, keys: Iterable[K]) -> None:
         self.generation += 1
         for key in keys:
-            self._items.pop(key, None)
+            self._drop(key)
 
     def clear(self) -> None:
         self.forget(list(self._items))
 
     def forget_where(self, stale: Callable[[V], bool]) -> None:
         self.generation += 1
-        for key in [k for k, v in self._items.items() if stale(v)]:
-            del self._items[key]
+        for key in [k for k, (v, _) in self._items.items() if stale(v)]:
+            self._drop(key)
+
+    def _drop(self, key: K) -> None:
+        entry = self._items.pop(key, None)
+        if entry is not None:
+            self.held -= entry[1]
+
+
+SESSION_ENTRY = 700
+"""What a cached session holds beside its person's name (the token hash, the `User`, the
+times, its place in the cache), measured with tracemalloc (tests/test_cache_budgets.py)."""
+CHANNEL_ENTRY = 660
+ID_ENTRY = 80
+"""A channel's entry beside its name and ids, and each agent or member id (a string of 31
+characters and its list slot), measured as above."""
+
+
+def session_weight(session: CachedSession) -> int:
+    return SESSION_ENTRY + len(session.user.name)
+
+
+def channel_weight(channel: Channel) -> int:
+    ids = len(channel.agent_ids) + len(channel.member_ids)
+    return CHANNEL_ENTRY + len(channel.name) + ID_ENTRY * ids
 
 
 ENTRY_BYTES = 192
@@ -142,11 +175,11 @@ class Caches:
     """The caches of one process, and the control events that empty them."""
 
     sessions: BoundedCache[str, CachedSession] = field(
-        default_factory=lambda: BoundedCache(SESSIONS_CACHED)
+        default_factory=lambda: BoundedCache(SESSION_BYTES, session_weight)
     )
     """By token hash: the person and when the session was last used (as far as we know)."""
     channels: BoundedCache[str, Channel] = field(
-        default_factory=lambda: BoundedCache(CHANNELS_CACHED)
+        default_factory=lambda: BoundedCache(CHANNEL_BYTES, channel_weight)
     )
     """By id: the channel with its agents and members, which decide who may see it."""
     messages: EncodedMessages = field(default_factory=lambda: EncodedMessages(MESSAGE_JSON_BYTES))

@@ -42,6 +42,11 @@ class Config(BaseSettings):
     message_cache_mb: int = Field(default=32, ge=1)
     """Bound on the messages' JSON kept in memory for history pages, counted as the memory
     the entries hold; the least recently used go first."""
+    session_cache_mb: int = Field(default=8, ge=1)
+    """Bound on the sessions kept in memory (about 13,000 at the default), counted alike."""
+    channel_cache_mb: int = Field(default=16, ge=1)
+    """Bound on the channels kept in memory with their agents and members (about 20,000
+    small channels at the default, fewer large ones), counted alike."""
     node_heartbeat_seconds: float = Field(default=5.0, gt=0)
     """How often a node refreshes its row in the node registry."""
     node_lease_seconds: float = Field(default=20.0, gt=0)
