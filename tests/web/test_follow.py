@@ -225,7 +225,7 @@ def test_channels_appear_change_and_go_live_in_a_guests_sidebar(
         assert web_owner.request("GET", f"/api/channels/{doomed['id']}").status_code == 404
 
 
-def test_a_notification_for_a_mention_while_the_tab_is_hidden_opens_the_channel(
+def test_a_notification_for_a_mention_while_the_tab_is_hidden_opens_the_message(
     browse: Browse, web_server: Server, web_owner: Api
 ) -> None:
     landing = channel(web_owner, [], name=unique("bd-0-landing-"))
@@ -256,10 +256,15 @@ def test_a_notification_for_a_mention_while_the_tab_is_hidden_opens_the_channel(
         assert note["title"] == f"Owner mentioned you in #{room['name']}", note
         assert note["body"] == f"@{guest.user['name']} while you are away"
 
-        # Clicking it opens the message's channel.
+        # Clicking it opens the message itself, however much was written after it: in view
+        # and flashed, as a search result opens.
+        for n in range(120):
+            post(web_owner, room["id"], f"later message {n}")
         page.evaluate("window.__notes[0].onclick()")
         expect(page).to_have_url(re.compile(f"/c/{room['id']}$"))
-        expect(page.locator("article", has_text="while you are away")).to_be_visible()
+        flashed = page.get_by_test_id("message-list").locator(".row.flash")
+        expect(flashed).to_contain_text("while you are away")
+        expect(flashed).to_be_in_viewport()
 
         # A browser not asked yet is asked by the button, and only then.
         other = browse.page()

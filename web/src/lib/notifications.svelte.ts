@@ -3,9 +3,10 @@
  * hidden. Asked for only from a button (the user menu), never on load. On is each person's
  * own choice (kept per user in localStorage), so another person at the same browser does not
  * get them because the browser's permission was granted once; the person may turn them off.
- * A click focuses the tab and opens the message's channel or thread.
+ * A click focuses the tab and opens the message itself in its channel or thread, brought
+ * into view and flashed (`jump.openMessage`), however much was written after it.
  */
-import { channelPath, router, threadPath } from "./router.svelte";
+import { openMessage } from "./jump";
 import { socket } from "./socket.svelte";
 import { channels } from "./stores/channels.svelte";
 import { directory } from "./stores/directory.svelte";
@@ -118,12 +119,12 @@ class Notifier {
     this.shown.add(m.id);
     const author = m.agentId ? (directory.agents[m.agentId]?.name ?? "An agent") : directory.personName(m.userId);
     const { title, body } = describe(m, author, channels.get(m.channelId), mention);
-    const path = m.threadId ? threadPath(m.channelId, m.threadId) : channelPath(m.channelId);
     try {
       const note = new Notification(title, { body, tag: m.id });
       note.onclick = () => {
         window.focus();
-        router.go(path);
+        // The message itself, brought into view and flashed, as a search result opens.
+        void openMessage(m);
         note.close();
       };
     } catch {
