@@ -91,9 +91,16 @@ def test_the_knowledge_screen_is_accessible_and_photographed(
         ).raise_for_status()
     page = browse.page()
     log_in(page, web_server.owner_key, f"/admin/agents/{keeper['id']}/knowledge")
+    # The uploads were answered before they were embedded: the screen takes their progress
+    # events until both are ready, and a query asked meanwhile may find nothing yet.
+    documents = page.get_by_role("region", name="Documents")
+    for name in ("orchard.md", "tenancy.txt"):
+        expect(documents.get_by_role("row", name=re.compile(re.escape(name)))).to_contain_text(
+            "Ready", timeout=60_000
+        )
     page.get_by_role("textbox", name="Query").fill("cider press")
     page.get_by_role("button", name="Search", exact=True).click()
-    expect(page.get_by_role("list", name="Passages")).to_be_visible()
+    expect(page.get_by_role("list", name="Passages")).to_be_visible(timeout=30_000)
     for viewport, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
         page.set_viewport_size(viewport)
         for scheme in ("light", "dark"):
