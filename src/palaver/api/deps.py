@@ -27,11 +27,16 @@ Svc = Annotated[Services, Depends(services)]
 
 
 async def principal(request: Request, response: Response, svc: Svc) -> Principal:
+    caller = await auth.resolve(svc, request.cookies.get(SESSION_COOKIE))
+    renew_cookie(response, request, svc, caller)
+    return caller
+
+
+def renew_cookie(response: Response, request: Request, svc: Services, caller: Principal) -> None:
+    """A session the check found due for renewal gets its cookie again, with a new age."""
     token = request.cookies.get(SESSION_COOKIE)
-    caller = await auth.resolve(svc, token)
     if caller.renewed and token:
         set_session_cookie(response, request, svc, token)
-    return caller
 
 
 def set_session_cookie(response: Response, request: Request, svc: Services, token: str) -> None:

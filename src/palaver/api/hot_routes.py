@@ -22,16 +22,14 @@ from starlette.types import Message, Receive, Scope, Send
 
 from palaver import strict_json
 from palaver.actions import auth, messages
-from palaver.api.deps import SESSION_COOKIE, set_session_cookie
-from palaver.api.messages import PostMessage
+from palaver.api.deps import SESSION_COOKIE, renew_cookie
+from palaver.api.messages import IDEMPOTENCY_KEY_MAX, PAGE_DEFAULT, PAGE_MAX, PostMessage
 from palaver.services import Services
 
 PATH = "/api/messages"
 PASSED = "palaver.thin_path_passed"
 """Set in the scope of a request this route hands on, so that it does not take it again."""
 HISTORY_PARAMS = frozenset({"channelId", "limit", "before", "after", "threadId"})
-MAX_LIMIT = 200
-MAX_IDEMPOTENCY_KEY = 200
 
 
 class MessagesThinRoute(BaseRoute):
@@ -73,13 +71,13 @@ class MessagesThinRoute(BaseRoute):
             svc,
             caller.user,
             params["channelId"],
-            int(params.get("limit", "50")),
+            int(params.get("limit", PAGE_DEFAULT)),
             params.get("before"),
             params.get("threadId"),
             after=params.get("after"),
         )
         response = Response(page, media_type="application/json")
-        _renew(response, request, svc, caller)
+        renew_cookie(response, request, svc, caller)
         await response(scope, receive, send)
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -107,7 +105,7 @@ class MessagesThinRoute(BaseRoute):
             media_type="application/json",
             headers=headers,
         )
-        _renew(response, request, svc, caller)
+        renew_cookie(response, request, svc, caller)
         await response(scope, receive, send)
 
     async def _hand_on(self, scope: Scope, body: bytes, send: Send) -> None:
@@ -133,8 +131,8 @@ def _history_params(query: bytes) -> dict[str, str] | None:
         params[key] = value
     if "channelId" not in params or ("before" in params and "after" in params):
         return None
-    limit = params.get("limit", "50")
-    if not (limit.isascii() and limit.isdigit() and limit[0] != "0" and int(limit) <= MAX_LIMIT):
+    limit = params.get("limit", str(PAGE_DEFAULT))
+    if not (limit.isascii() and limit.isdigit() and limit[0] != "0" and int(limit) <= PAGE_MAX):
         return None
     return params
 
@@ -144,7 +142,7 @@ def _idempotency_key(request: Request) -> str | None:
     keys = request.headers.getlist("idempotency-key")
     if not keys:
         return ""
-    if len(keys) > 1 or len(keys[0]) > MAX_IDEMPOTENCY_KEY:
+    if len(keys) > 1 or len(keys[0]) > IDEMPOTENCY_KEY_MAX:
         return None
     return keys[0]
 
@@ -163,9 +161,3 @@ def _post_message(request: Request, body: bytes) -> PostMessage | None:
 
 async def _caller(request: Request, svc: Services) -> auth.Principal:
     return await auth.resolve(svc, request.cookies.get(SESSION_COOKIE))
-
-
-def _renew(response: Response, request: Request, svc: Services, caller: auth.Principal) -> None:
-    token = request.cookies.get(SESSION_COOKIE)
-    if caller.renewed and token:
-        set_session_cookie(response, request, svc, token)

@@ -24,6 +24,10 @@ MAX_CONTENT = Limits().maxMessageChars
 governs, checked by the action, so a model-level cap must not stand in for it."""
 CONTENT_SCHEMA = {**NOT_BLANK, "maxLength": MAX_CONTENT}
 EMOJI: dict[str, Any] = {"format": "emoji"}
+PAGE_DEFAULT = 50
+PAGE_MAX = 200
+IDEMPOTENCY_KEY_MAX = 200
+"""Bounds the thin path (`hot_routes.py`) checks as these routes do."""
 
 
 class PostMessage(Body):
@@ -64,7 +68,7 @@ async def list_messages(
     caller: Caller,
     svc: Svc,
     channelId: Annotated[str, Query(min_length=1)],
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = PAGE_DEFAULT,
     before: Annotated[
         str | None,
         Query(description="Page back: the `limit` newest messages older than this one."),
@@ -94,7 +98,7 @@ async def post_message(
     caller: Caller,
     svc: Svc,
     response: Response,
-    idempotency_key: Annotated[str, Header(max_length=200)] = "",
+    idempotency_key: Annotated[str, Header(max_length=IDEMPOTENCY_KEY_MAX)] = "",
 ) -> dict[str, Any]:
     message_id, headers = await messages.post(
         svc,
