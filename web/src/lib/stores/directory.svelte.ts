@@ -7,6 +7,9 @@ class Directory {
   agents = $state<Record<string, Agent>>({});
   people = $state<Record<string, User>>({});
   agentsLoaded = $state(false);
+  /** The list is being asked for again, for an agent the page did not know. */
+  agentsLoading = $state(false);
+  private agentsAsked = new Set<string>();
   private peopleOf = new Set<string>();
   private asked = new Set<string>();
 
@@ -19,6 +22,21 @@ class Directory {
     const list = await api.agents();
     this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
     this.agentsLoaded = true;
+  }
+
+  /** Whether a name may still come for these agents: the list is not loaded yet, or is being
+   * asked for again because one of them is unknown (made since the page loaded). Each unknown
+   * id is asked for once; one still unknown after that was deleted. */
+  awaitAgents(ids: string[]): boolean {
+    if (!this.agentsLoaded || this.agentsLoading) return true;
+    const unknown = ids.filter((id) => !this.agents[id] && !this.agentsAsked.has(id));
+    if (!unknown.length) return false;
+    for (const id of unknown) this.agentsAsked.add(id);
+    this.agentsLoading = true;
+    void this.loadAgents()
+      .catch(() => undefined)
+      .finally(() => (this.agentsLoading = false));
+    return true;
   }
 
   /** The people of a channel; once per channel, again after `refreshPeople`. */
@@ -65,6 +83,8 @@ class Directory {
     this.agents = {};
     this.people = {};
     this.agentsLoaded = false;
+    this.agentsLoading = false;
+    this.agentsAsked.clear();
     this.peopleOf.clear();
     this.asked.clear();
   }
