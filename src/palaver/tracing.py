@@ -30,6 +30,7 @@ from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind, Status, Stat
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     from palaver.store.db import Database
@@ -112,7 +113,7 @@ def start(node_id: str, environ: Mapping[str, str] = os.environ) -> bool:
         "OTEL_RESOURCE_ATTRIBUTES", ""
     )
     ours = {SERVICE_INSTANCE_ID: node_id, **({} if named else {SERVICE_NAME: "palaver"})}
-    provider = TracerProvider(resource=Resource.create(ours))
+    provider = TracerProvider(resource=_hashed_once(Resource.create(ours)))
     provider.add_span_processor(_without_queries())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
@@ -314,6 +315,23 @@ def content(value: Any) -> str | None:
 
 
 _URL_ATTRIBUTES = ("http.url", "http.target", "url.full")
+
+
+def _hashed_once(resource: Resource) -> Resource:
+    """The same resource, hashed once: the SDK's `Resource` hashes itself by writing its
+    attributes as JSON, and the OTLP exporter hashes it for every span it sends (it groups
+    spans by resource), a tenth of the export's time. A process's resource never changes."""
+    from opentelemetry.sdk.resources import Resource
+
+    class HashedOnce(Resource):
+        def __init__(self, attributes: Any, schema_url: str | None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = super().__hash__()
+
+        def __hash__(self) -> int:
+            return self._hash
+
+    return HashedOnce(resource.attributes, resource.schema_url)
 
 
 def _without_queries() -> SpanProcessor:
