@@ -2,9 +2,9 @@
 by agent, beside a bare app serving the same answer.
 
 The ledger goes straight into the database (after the migrations made it), a year of calls by
-20 agents for 50 people in 40 channels on 4 models, and the daily rollup is made from it with
-the same sums the replies' writes keep (`store/usage.py`). Then the server starts on that
-database and wrk asks for last month by agent at 1 and 16 connections, Palaver and the bare
+20 agents for 50 people in 40 channels on 4 models, and the rollup by day and dimension is made
+from it with the same sums the replies' writes keep (`store/usage.py`). Then the server starts
+on that database and wrk asks for last month by agent at 1 and 16 connections, Palaver and the bare
 app alternating, server and load on different cores, medians of the rounds.
 
     python -m bench.bench_usage                 # 1,000,000 ledger rows
@@ -41,13 +41,22 @@ from bench.bench_hot_paths import (
 SECONDS = 5
 YEAR_START = datetime(2025, 11, 1, tzinfo=UTC)
 MONTH = ("2026-09-01", "2026-09-30")
-ROLLUP = (
-    "INSERT INTO usage_daily (day, agent_id, user_id, channel_id, model, input_tokens, "
-    "output_tokens, cached_tokens, cost, calls, unpriced_calls) "
-    "SELECT substr(at, 1, 10), agent_id, user_id, channel_id, model, sum(input_tokens), "
-    "sum(output_tokens), sum(cached_tokens), sum(cost), count(*), sum(1 - priced) "
-    "FROM usage_ledger GROUP BY 1, 2, 3, 4, 5"
+SUMS = (
+    "sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(cost), count(*), "
+    "sum(1 - priced)"
 )
+ROLLUP = [
+    "INSERT INTO usage_rollup (day, dimension, key, input_tokens, output_tokens, cached_tokens, "
+    f"cost, calls, unpriced_calls) SELECT substr(at, 1, 10), '{dimension}', {column}, {SUMS} "
+    "FROM usage_ledger GROUP BY 1, 3"
+    for dimension, column in (
+        ("agent", "agent_id"),
+        ("person", "user_id"),
+        ("channel", "channel_id"),
+        ("model", "model"),
+        ("total", "''"),
+    )
+]
 
 
 def fill(db: Path, calls: int, rng: random.Random) -> float:
@@ -71,7 +80,8 @@ def fill(db: Path, calls: int, rng: random.Random) -> float:
                 batch = []
         if batch:
             _insert(conn, batch)
-        conn.execute(ROLLUP)
+        for statement in ROLLUP:
+            conn.execute(statement)
     return time.perf_counter() - began
 
 
@@ -96,7 +106,7 @@ def run(calls: int, rounds: int) -> dict[str, Any]:
         print(f"filling {calls:,} ledger rows", flush=True)
         filled = fill(db, calls, random.Random(24))
         with closing(sqlite3.connect(db)) as conn:
-            rollup_rows = conn.execute("SELECT count(*) FROM usage_daily").fetchone()[0]
+            rollup_rows = conn.execute("SELECT count(*) FROM usage_rollup").fetchone()[0]
         palaver.start()
         try:
             with httpx.Client(base_url=palaver.base, timeout=30) as api:

@@ -333,3 +333,56 @@ def test_an_upgraded_database_gets_an_append_only_audit_log(store: Store) -> Non
         )
     assert store.rows(left) == []
     assert store.core() == _expected()
+
+
+def test_the_usage_rollup_is_filled_from_the_daily_one_and_rebuilt_from_the_ledger(
+    store: Store,
+) -> None:
+    """0019 sums `usage_daily` (a row per day and combination) into `usage_rollup` (a row per
+    day and agent, person, channel, model or install); its downgrade rebuilds `usage_daily`
+    from the ledger, with days in UTC."""
+    migrate.upgrade(store.url, "0018_backup_runs")
+    late = "2024-05-01 23:30:00.000000"
+    ledger = [
+        (1, STAMP, "agent_A", "user_P", "ch_1", "msg_1", "oai", "oai/m1", 100, 10, 5, 0.5, 1, 0),
+        (2, STAMP, "agent_A", "user_Q", "ch_2", "msg_2", "oai", "oai/m2", 200, 20, 0, 0.0, 0, 0),
+        (3, late, "agent_B", "user_P", "ch_1", "msg_3", "oai", "oai/m1", 300, 30, 0, 1.5, 1, 1),
+    ]
+    if store.path is None:
+        ledger = [(*row[:12], bool(row[12]), bool(row[13])) for row in ledger]
+    store.insert("usage_ledger", ledger)
+    store.insert(
+        "usage_daily",
+        [
+            ("2024-05-01", "agent_A", "user_P", "ch_1", "oai/m1", 100, 10, 5, 0.5, 1, 0),
+            ("2024-05-01", "agent_A", "user_Q", "ch_2", "oai/m2", 200, 20, 0, 0.0, 1, 1),
+            ("2024-05-01", "agent_B", "user_P", "ch_1", "oai/m1", 300, 30, 0, 1.5, 1, 0),
+        ],
+    )
+    migrate.upgrade(store.url)
+    got = store.rows(
+        "SELECT dimension, key, CAST(day AS TEXT), input_tokens, output_tokens, cached_tokens,"
+        " cost, calls, unpriced_calls FROM usage_rollup ORDER BY dimension, key"
+    )
+    day = "2024-05-01"
+    assert got == [
+        ("agent", "agent_A", day, 300, 30, 5, 0.5, 2, 1),
+        ("agent", "agent_B", day, 300, 30, 0, 1.5, 1, 0),
+        ("channel", "ch_1", day, 400, 40, 5, 2.0, 2, 0),
+        ("channel", "ch_2", day, 200, 20, 0, 0.0, 1, 1),
+        ("model", "oai/m1", day, 400, 40, 5, 2.0, 2, 0),
+        ("model", "oai/m2", day, 200, 20, 0, 0.0, 1, 1),
+        ("person", "user_P", day, 400, 40, 5, 2.0, 2, 0),
+        ("person", "user_Q", day, 200, 20, 0, 0.0, 1, 1),
+        ("total", "", day, 600, 60, 5, 2.0, 3, 1),
+    ]
+    migrate.downgrade(store.url, "0018_backup_runs")
+    rebuilt = store.rows(
+        "SELECT CAST(day AS TEXT), agent_id, user_id, model, input_tokens, calls, unpriced_calls"
+        " FROM usage_daily ORDER BY agent_id, user_id"
+    )
+    assert rebuilt == [
+        (day, "agent_A", "user_P", "oai/m1", 100, 1, 0),
+        (day, "agent_A", "user_Q", "oai/m2", 200, 1, 1),
+        (day, "agent_B", "user_P", "oai/m1", 300, 1, 0),
+    ]

@@ -72,6 +72,11 @@ def test_every_model_call_is_a_priced_ledger_row_summed_by_group(
     today = datetime.now(UTC).date().isoformat()
     assert rows(owner, "day", **{"from": today, "to": today})[today]["calls"] >= 2
     assert agent_id not in rows(owner, "agent", **{"from": "2020-01-01", "to": "2020-01-31"})
+    daily = owner.ok("GET", "/api/usage", params={"groupBy": "agent", "per": "day"})["rows"]
+    assert [r for r in daily if r["key"] == agent_id] == [
+        {"key": agent_id, "day": today, **expected}
+    ]
+    assert [(r["day"], r["key"]) for r in daily] == sorted((r["day"], r["key"]) for r in daily)
 
 
 def test_a_model_without_a_price_costs_nothing_and_says_so(
@@ -159,6 +164,7 @@ def test_usage_is_the_owners_and_bad_queries_are_400(server: Server, owner: Api)
         {"groupBy": "planet"},
         {"from": "2026-13-01"},
         {"from": "2026-02-30"},
+        {"per": "week"},
     ):
         response = owner.get("/api/usage", params=params)
         assert response.status_code == 400, params

@@ -298,25 +298,33 @@ def test_a_guest_sees_no_usage_screen_nor_budget_warning(
 
 
 def _backfill(server: Server, rows: list[tuple[str, str, str, str, str, int, int, float]]) -> None:
-    """Earlier days of use, written into the daily rollup the report reads (as an operator with
-    a shell could): the ledger only ever writes the present."""
+    """Earlier days of use, written into the rollup the report reads (as an operator with a
+    shell could): the ledger only ever writes the present."""
+    sums = ("input_tokens", "output_tokens", "cost", "calls", "unpriced_calls")
     for day, agent_id, user_id, channel_id, model, tokens_in, tokens_out, cost in rows:
-        sql(
-            server,
-            "INSERT INTO usage_daily (day, agent_id, user_id, channel_id, model, input_tokens,"
-            " output_tokens, cached_tokens, cost, calls, unpriced_calls)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-            day,
-            agent_id,
-            user_id,
-            channel_id,
-            model,
-            tokens_in,
-            tokens_out,
-            cost,
-            max(1, tokens_in // 1500),
-            0 if cost else max(1, tokens_in // 1500),
+        calls = max(1, tokens_in // 1500)
+        keys = (
+            ("agent", agent_id),
+            ("person", user_id),
+            ("channel", channel_id),
+            ("model", model),
+            ("total", ""),
         )
+        for dimension, key in keys:
+            sql(
+                server,
+                f"INSERT INTO usage_rollup (day, dimension, key, {', '.join(sums)})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dimension, key, day) DO UPDATE SET "
+                + ", ".join(f"{n} = {n} + excluded.{n}" for n in sums),
+                day,
+                dimension,
+                key,
+                tokens_in,
+                tokens_out,
+                cost,
+                calls,
+                0 if cost else calls,
+            )
 
 
 def test_the_usage_screen_is_accessible_and_pictured(

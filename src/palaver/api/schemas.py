@@ -219,6 +219,8 @@ class UsageRow(Shape):
     key: str
     """The agent's, person's or channel's id, the model (`<provider id>/<model name>`), or the
     day (YYYY-MM-DD, UTC), as `groupBy` asked; a call nobody's message caused has person ''."""
+    day: str | None = None
+    """With `per=day` only: the day (YYYY-MM-DD, UTC) these sums are of; left out otherwise."""
     inputTokens: int
     """Input tokens, cached ones included."""
     outputTokens: int

@@ -1,9 +1,9 @@
-"""What agents cost (issue 24): the owner's report over the usage ledger's daily rollup."""
+"""What agents cost (issue 24): the owner's report over the usage ledger's rollup."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
@@ -43,13 +43,19 @@ async def usage_report(
         ),
     ] = None,
     groupBy: Annotated[GroupBy, Query(description="What each row sums over.")] = "agent",
+    per: Annotated[
+        Literal["day"] | None,
+        Query(description="`day`: each group's sums split by day, a row per group and day."),
+    ] = None,
 ) -> dict[str, Any]:
     """Tokens, cost and calls of the agents' model calls, grouped, from one read of the
-    ledger's daily rollup; a range that ends before it starts holds nothing."""
+    ledger's rollup; a range that ends before it starts holds nothing."""
     now = datetime.now(UTC)
     first = _day(start, "from") if start else month_of(now)[0]
     last = _day(end, "to") if end else now.date()
-    rows = await svc.db.read_unit(lambda conn: usage.report(conn, first, last, groupBy))
+    rows = await svc.db.read_unit(
+        lambda conn: usage.report(conn, first, last, groupBy, per == "day")
+    )
     return {"rows": rows}
 
 

@@ -1,10 +1,12 @@
 """What agents cost: the ledger (one row per model call, written in the reply's own final
-write) and its daily rollup (kept in the same write), which the usage report and the budgets
-read: a year of calls is at most one row per day, agent, person, channel and model there."""
+write) and its rollup per day and dimension (kept in the same write), which the usage report
+and the budgets read: a day holds one row per agent, person, channel and model that was used
+that day, and one for the install, however the calls combine them."""
 
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Date,
@@ -43,21 +45,20 @@ usage_ledger = Table(
     Index("ix_usage_ledger_at", "at"),
 )
 
-usage_daily = Table(
-    "usage_daily",
+usage_rollup = Table(
+    "usage_rollup",
     metadata,
     Column("day", Date, nullable=False),
-    Column("agent_id", String(40), nullable=False),
-    Column("user_id", String(40), nullable=False),
-    Column("channel_id", String(40), nullable=False),
-    Column("model", String(256), nullable=False),
-    Column("input_tokens", Integer, nullable=False, server_default=text("0")),
-    Column("output_tokens", Integer, nullable=False, server_default=text("0")),
-    Column("cached_tokens", Integer, nullable=False, server_default=text("0")),
+    # What `key` names: an agent's id, a person's id ('' for nobody), a channel's id, a model,
+    # or '' for the whole install (`total`). A call moves one row of each.
+    Column("dimension", String(8), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("input_tokens", BigInteger, nullable=False, server_default=text("0")),
+    Column("output_tokens", BigInteger, nullable=False, server_default=text("0")),
+    Column("cached_tokens", BigInteger, nullable=False, server_default=text("0")),
     Column("cost", Float, nullable=False, server_default=text("0")),
-    Column("calls", Integer, nullable=False, server_default=text("0")),
-    Column("unpriced_calls", Integer, nullable=False, server_default=text("0")),
-    PrimaryKeyConstraint("day", "agent_id", "user_id", "channel_id", "model"),
-    Index("ix_usage_daily_agent_id_day", "agent_id", "day"),
-    Index("ix_usage_daily_user_id_day", "user_id", "day"),
+    Column("calls", BigInteger, nullable=False, server_default=text("0")),
+    Column("unpriced_calls", BigInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("dimension", "key", "day"),
+    Index("ix_usage_rollup_dimension_day", "dimension", "day"),
 )
