@@ -549,6 +549,9 @@ def test_the_usage_screen_is_accessible_and_pictured(
         )
         assert len(fills) == 2 and all(f.startswith("url(") for f in fills), fills
         shoot(page, "admin-usage-budgets-desktop-forced-colors")
+        page.get_by_role("group", name="Split the charts").scroll_into_view_if_needed()
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-charts-desktop-forced-colors")
         page.emulate_media(forced_colors="none")
 
         page.goto(f"/c/{room['id']}")
