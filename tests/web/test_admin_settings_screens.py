@@ -1,7 +1,7 @@
 """The schedules, settings and guests screens and a channel's settings, on a server of their
 own with a scene in it: axe finds no serious violation in either theme at desktop and phone
 widths, an MCP server shows its state and tools, and the screenshots in docs/screenshots are
-taken from them."""
+taken from them (the settings' prices as well)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,10 @@ def test_the_settings_schedules_and_guests_screens_are_accessible_and_pictured(
             "providers": {
                 "anthropic": {"type": "anthropic", "apiKey": "sk-ant-demo-key-for-screens-4f2b"}
             },
+            "prices": {
+                "anthropic/claude-sonnet-4": {"input": 3, "output": 15, "cachedInput": 0.3},
+                "fake/gpt-test": {"input": 1.25, "output": 10},
+            },
             "mcpServers": {
                 "toolbox": {
                     "command": command,
@@ -108,6 +112,19 @@ def test_the_settings_schedules_and_guests_screens_are_accessible_and_pictured(
         expect(toolbox.get_by_label("Environment")).to_have_value("TOOLBOX_TOKEN=••••abcd")
         _check(page, "settings")
         _shoot(page, shoot, "admin-settings")
+        prices = page.get_by_role("form", name="Prices")
+        expect(prices.get_by_role("group", name="fake/gpt-test")).to_be_visible()
+        for viewport, scheme in ((DESKTOP, "light"), (DESKTOP, "dark"), (PHONE, "light")):
+            page.set_viewport_size(viewport)
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate("document.getElementById('prices').scrollIntoView()")
+            page.wait_for_timeout(150)
+            shoot(
+                page,
+                f"admin-settings-prices-{'phone' if viewport == PHONE else 'desktop'}-{scheme}",
+            )
+        page.set_viewport_size(DESKTOP)
+        page.emulate_media(color_scheme="light")
 
         page.get_by_role("navigation", name="Administration").get_by_role(
             "link", name="Guests"

@@ -1,8 +1,9 @@
 """The usage screen (issue 24): real agent replies through the fake model fill the ledger; the
-screen shows them by agent, person and model with names, notes the calls without a price,
-downloads the table shown as CSV, sets and removes budgets; the owner is warned in the page at
-80% of a budget and again when it is spent; a guest sees none of it. axe finds no serious
-violation, and the screenshots in docs/screenshots are taken from it."""
+screen shows them by agent, person and model with names, in the tables and in the charts' days,
+notes the calls without a price and links to the prices, which are set, kept and removed in the
+settings; it downloads the table shown as CSV, sets and removes budgets; the owner is warned in
+the page at 80% of a budget and again when it is spent; a guest sees none of it. axe finds no
+serious violation, and the screenshots in docs/screenshots are taken from it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.fakes.search_servers import FakeSearchServer
 from tests.support import Api, Guest, Server, post, sql, unique, wait_until
 from tests.web.admin_pictures import accessible_and_pictured
 from tests.web.conftest import DESKTOP, PHONE, Browse, Shot, agent, channel, configure, log_in
+from tests.web.test_accessibility import serious
 
 PRICED = "fake/gpt-test"
 PRICE = {"input": 3.0, "output": 15.0}
@@ -161,6 +163,126 @@ def test_breakdowns_name_agents_people_and_models_and_the_csv_holds_the_table(
         assert by_id[cheap["id"]][1:] == [cheap["name"], "500", "50", "0", "550", "0", "1", "1"]
         api_rows = owner.ok("GET", "/api/usage", params={"groupBy": "agent"})["rows"]
         assert set(by_id) == {r["key"] for r in api_rows}
+
+
+def test_the_charts_split_each_day_by_agent_person_or_model_with_names(
+    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI
+) -> None:
+    ada = agent(owner, name=unique("Ada"))
+    bob = agent(owner, name=unique("Bob"), model="fake/gpt-split")
+    with Guest(usage_server, owner, name=unique("Rin ")) as rin:
+        room = channel(owner, [ada, bob], memberIds=[rin.id])
+        reply(fake_model, owner, owner, room, ada, (9000, 1000))
+        reply(fake_model, owner, rin.api, room, bob, (300, 20))
+
+        page = browse.page(server=usage_server)
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if "/api/usage" in r.url else None)
+        log_in(page, usage_server.owner_key, "/admin/usage")
+        legend = page.get_by_role("list", name="Colours of the charts")
+        expect(page.get_by_role("button", name="By agent")).to_have_attribute(
+            "aria-pressed", "true"
+        )
+        expect(legend.get_by_role("listitem").filter(has_text=ada["name"])).to_have_count(1)
+        expect(legend.get_by_role("listitem").filter(has_text=bob["name"])).to_have_count(1)
+        tokens = page.get_by_role("img", name="Tokens per day")
+        expect(tokens).to_have_accessible_description(re.compile(r"The agent with the most was "))
+        # The charts' grouping by day, and each other grouping once (the budgets' own reads of
+        # the month go without a range).
+        report = [u for u in asked if "from=" in u]
+        assert len(report) == 4, report
+        assert sum("per=day" in u and "groupBy=agent" in u for u in report) == 1, report
+
+        asked.clear()
+        page.get_by_role("button", name="By model").click()
+        expect(legend.get_by_role("listitem").filter(has_text="fake/gpt-split")).to_have_count(1)
+        expect(legend.get_by_role("listitem").filter(has_text=PRICED)).to_have_count(1)
+        expect(legend).not_to_contain_text(ada["name"])
+        expect(tokens).to_have_accessible_description(
+            re.compile(r"The model with the most was fake/gpt-test, with [\d,]+ tokens")
+        )
+        expect(page.get_by_role("img", name="Cost per day")).to_have_accessible_description(
+            re.compile(r"The model with the most was fake/gpt-test, with ")
+        )
+        assert [u for u in asked if "from=" in u and "per=day" in u and "groupBy=model" in u]
+        assert len([u for u in asked if "from=" in u]) == 1, asked
+
+        page.get_by_role("button", name="By person").click()
+        expect(legend.get_by_role("listitem").filter(has_text=rin.user["name"])).to_have_count(1)
+        expect(legend.get_by_role("listitem").filter(has_text="(you)")).to_have_count(1)
+        # The parts of today's bars: a person each, by their colour.
+        fills = page.evaluate(
+            """[...new Set([...document.querySelectorAll('svg[role=img] rect.part')]
+                .map((r) => getComputedStyle(r).fill))]"""
+        )
+        assert len(fills) >= 2, fills
+        # The day table is summed from the charts' answer: the server's own sums by day.
+        page.get_by_role("tab", name="Day").click()
+        by_day = owner.ok("GET", "/api/usage", params={"groupBy": "day"})["rows"]
+        total = sum(r["inputTokens"] + r["outputTokens"] for r in by_day)
+        footer = page.get_by_role("tabpanel").locator("tfoot [data-label='Total tokens']")
+        expect(footer).to_have_text(f"{total:,}")
+
+
+def test_prices_are_added_kept_and_removed_in_the_settings_reached_from_the_usage_note(
+    browse: Browse, usage_server: Server, owner: Api, fake_model: FakeOpenAI
+) -> None:
+    model = f"fake/{unique('mini-').lower()}"
+    cheap = agent(owner, name=unique("Frugal"), model=model)
+    room = channel(owner, [cheap])
+    reply(fake_model, owner, owner, room, cheap, (100, 10))
+
+    page = browse.page(server=usage_server)
+    log_in(page, usage_server.owner_key, "/admin/usage")
+    page.get_by_test_id("unpriced-note").get_by_role("link", name="Set the models' prices").click()
+    page.wait_for_url("**/admin/settings#prices")
+    prices = page.get_by_role("form", name="Prices")
+    expect(prices).to_be_in_viewport()
+    kept = prices.get_by_role("group", name=PRICED)
+    expect(kept.get_by_label("Input", exact=True)).to_have_value("3")
+    expect(kept.get_by_label("Output", exact=True)).to_have_value("15")
+
+    prices.get_by_role("button", name="Add a model").click()
+    new = prices.get_by_role("group", name="New price")
+    field = new.get_by_label("Model (provider/model)")
+    expect(field).to_be_focused()
+    options = page.evaluate(
+        "id => [...document.getElementById(id).options].map((o) => o.value)",
+        field.get_attribute("list"),
+    )
+    assert model in options and PRICED not in options, options
+    field.fill("gpt-5")
+    new.get_by_label("Input", exact=True).fill("0.4")
+    new.get_by_label("Output", exact=True).fill("1.6")
+    prices.get_by_role("button", name="Save prices").click()
+    expect(field).to_have_accessible_description("Name the model as agents do: provider/model.")
+    field.fill(model)
+    new.get_by_label("Cached input").fill("0.1")
+    prices.get_by_role("button", name="Save prices").click()
+    expect(prices.get_by_role("status")).to_have_text("Saved.")
+    assert owner.ok("GET", "/api/settings")["settings"]["prices"][model] == {
+        "input": 0.4,
+        "output": 1.6,
+        "cachedInput": 0.1,
+    }
+
+    page.reload()
+    saved = page.get_by_role("form", name="Prices").get_by_role("group", name=model)
+    expect(saved.get_by_label("Cached input")).to_have_value("0.1")
+    # A price the server refuses: its message under the field it names.
+    saved.get_by_label("Output", exact=True).fill("2000000")
+    page.get_by_role("button", name="Save prices").click()
+    output = saved.get_by_label("Output", exact=True)
+    expect(output).to_have_attribute("aria-invalid", "true")
+    expect(output).to_have_accessible_description(re.compile("less than or equal to 1000000"))
+    assert serious(page) == []
+
+    saved.get_by_role("button", name=f"Remove the price of {model}").click()
+    expect(page.get_by_role("button", name="Add a model")).to_be_focused()
+    page.get_by_role("button", name="Save prices").click()
+    expect(page.get_by_role("form", name="Prices").get_by_role("status")).to_have_text("Saved.")
+    stored = owner.ok("GET", "/api/settings")["settings"]["prices"]
+    assert model not in stored and stored[PRICED] == {**PRICE, "cachedInput": None}
 
 
 def test_the_owner_is_warned_at_80_percent_and_again_when_a_budget_is_spent(
@@ -419,14 +541,17 @@ def test_the_usage_screen_is_accessible_and_pictured(
         shoot(page, "admin-usage-budgets-desktop-dark")
         page.emulate_media(color_scheme="light")
 
-        # Forced colours: the two series of the tokens chart keep two different system colours.
+        # Forced colours: the two agents' parts of the bars are told apart by their hatching.
         page.emulate_media(forced_colors="active")
         fills = page.evaluate(
-            """[...new Set([...document.querySelectorAll('svg[role=img] :is(rect.in, rect.out)')]
-                .map((r) => r.classList[0] + ' ' + getComputedStyle(r).fill))]"""
+            """[...new Set([...document.querySelectorAll('svg[role=img]')[0].querySelectorAll(
+                'rect.part')].map((r) => getComputedStyle(r).fill))]"""
         )
-        assert len(fills) == 2 and len({f.split(" ", 1)[1] for f in fills}) == 2, fills
+        assert len(fills) == 2 and all(f.startswith("url(") for f in fills), fills
         shoot(page, "admin-usage-budgets-desktop-forced-colors")
+        page.get_by_role("group", name="Split the charts").scroll_into_view_if_needed()
+        page.wait_for_timeout(100)
+        shoot(page, "admin-usage-charts-desktop-forced-colors")
         page.emulate_media(forced_colors="none")
 
         page.goto(f"/c/{room['id']}")

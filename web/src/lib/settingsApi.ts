@@ -106,6 +106,8 @@ export type SettingsPatch = {
   webSearch?: Settings["webSearch"];
   limits?: Partial<Limits>;
   sessionIdleDays?: number;
+  /** A model set to null loses its price. */
+  prices?: Record<string, Price | null>;
   budgets?: BudgetsPatch;
 };
 

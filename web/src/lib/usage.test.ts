@@ -3,13 +3,18 @@ import {
   fillDays,
   formatCost,
   isDay,
+  largest,
+  OTHERS,
   niceTicks,
   pickOf,
   rangeDays,
   rangeOf,
   rangeProblem,
+  stackDays,
   sumRows,
   tokensOf,
+  totalsByDay,
+  totalsByKey,
   usageCsv,
 } from "./usage";
 import { toCsv } from "./csv";
@@ -72,6 +77,77 @@ describe("fillDays", () => {
       "2026-03-02",
     ]);
     expect(fillDays([], { from: "2026-03-02", to: "2026-03-01" })).toEqual([]);
+  });
+});
+
+function perDay(day: string, key: string, input: number, output = 0, cost = 0): UsageRow {
+  return { ...row(key, input, output, cost), day };
+}
+
+describe("each day split by key", () => {
+  const range = { from: "2026-11-01", to: "2026-11-03" };
+
+  it("sums the rows of a key over the days, and of a day over the keys, as groupBy alone would", () => {
+    const rows = [
+      perDay("2026-11-01", "agent_b", 10, 1, 0.5),
+      perDay("2026-11-01", "agent_a", 5),
+      perDay("2026-11-03", "agent_b", 20, 2, 0.25),
+    ];
+    expect(totalsByKey(rows).map((r) => [r.key, tokensOf(r), r.cost, r.calls])).toEqual([
+      ["agent_a", 5, 0, 1],
+      ["agent_b", 33, 0.75, 2],
+    ]);
+    expect(totalsByDay(rows).map((r) => [r.key, tokensOf(r), r.calls])).toEqual([
+      ["2026-11-01", 16, 2],
+      ["2026-11-03", 22, 1],
+    ]);
+    expect(totalsByDay(rows)[0]).not.toHaveProperty("day");
+  });
+
+  it("gives each key with use a series, the most tokens first, and every day of the range", () => {
+    const stacked = stackDays(
+      [perDay("2026-11-01", "small", 1), perDay("2026-11-01", "big", 5), perDay("2026-11-03", "small", 2)],
+      range,
+    );
+    expect(stacked.series).toEqual(["big", "small"]);
+    expect(stacked.days.map((d) => [d.day, d.parts.map(tokensOf)])).toEqual([
+      ["2026-11-01", [5, 1]],
+      ["2026-11-02", [0, 0]],
+      ["2026-11-03", [0, 2]],
+    ]);
+    expect(stacked.days[2].parts.map((p) => p.key)).toEqual(["big", "small"]);
+  });
+
+  it("folds the keys past the largest few into Others, on the days they had use", () => {
+    const rows = ["a", "b", "c", "d"].map((key, i) => perDay("2026-11-02", key, 100 - i * 10, 0, i));
+    rows.push(perDay("2026-11-03", "d", 5, 0, 1));
+    const stacked = stackDays(rows, range, 2);
+    expect(stacked.series).toEqual(["a", "b", OTHERS]);
+    expect(stacked.days[1].parts.map(tokensOf)).toEqual([100, 90, 80 + 70]);
+    expect(stacked.days[1].parts[2].cost).toBe(2 + 3);
+    expect(stacked.days[2].parts.map(tokensOf)).toEqual([0, 0, 5]);
+  });
+
+  it("has no Others when the keys fit, ranks a tie by cost then by key, and counts '' as a key", () => {
+    const rows = [perDay("2026-11-01", "z", 10, 0, 0), perDay("2026-11-01", "y", 10, 0, 1), perDay("2026-11-01", "", 10)];
+    expect(stackDays(rows, range, 3).series).toEqual(["y", "", "z"]);
+  });
+
+  it("holds no series for a range without use, and zeros for each of its days", () => {
+    const stacked = stackDays([], range);
+    expect(stacked.series).toEqual([]);
+    expect(stacked.days.map((d) => [d.day, d.parts])).toEqual([
+      ["2026-11-01", []],
+      ["2026-11-02", []],
+      ["2026-11-03", []],
+    ]);
+  });
+
+  it("finds the largest row by a measure, none when all are zero", () => {
+    const rows = [row("a", 1, 0, 0.5), row("b", 9, 0, 0)];
+    expect(largest(rows, tokensOf)?.key).toBe("b");
+    expect(largest(rows, (r) => r.cost)?.key).toBe("a");
+    expect(largest([row("c")], tokensOf)).toBeNull();
   });
 });
 

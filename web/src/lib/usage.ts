@@ -1,6 +1,7 @@
 /**
  * The usage screen's rules: date ranges in UTC days (the ledger's days), the days of a range
- * filled in for the chart, sums, number formats and the chart's axis.
+ * filled in for the chart, each day split into the largest keys and "Others", sums, number
+ * formats and the chart's axis.
  */
 import type { CsvValue } from "./csv";
 import type { UsageRow } from "./usageApi";
@@ -91,6 +92,82 @@ export function fillDays(rows: UsageRow[], range: DayRange): UsageRow[] {
     out.push(byDay.get(key) ?? { key, ...ZERO });
   }
   return out;
+}
+
+/** What the charts split each day by. */
+export type Split = "agent" | "person" | "model";
+
+/** How many keys the charts show by their own colour; the rest are one "Others". */
+export const TOP_KEYS = 6;
+
+/** The series key of "Others": it starts with a NUL, which no id or model name holds. */
+export const OTHERS = "\u0000others";
+
+/** One day of the charts: the sums of each series that day, in the series' order. */
+export interface DayStack {
+  day: string;
+  parts: UsageRow[];
+}
+
+/** A split of the range: its series (the largest keys first, then `OTHERS` if any rest) and
+ * every day of the range. */
+export interface Stacked {
+  series: string[];
+  days: DayStack[];
+}
+
+function sumBy(rows: UsageRow[], keyOf: (r: UsageRow) => string): UsageRow[] {
+  const sums = new Map<string, UsageRow[]>();
+  for (const r of rows) {
+    const key = keyOf(r);
+    const list = sums.get(key);
+    if (list) list.push(r);
+    else sums.set(key, [r]);
+  }
+  return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, list]) => sumRows(list, key));
+}
+
+/** `per=day` rows summed over the days: what `groupBy` alone answers (in key order). */
+export function totalsByKey(perDay: UsageRow[]): UsageRow[] {
+  return sumBy(perDay, (r) => r.key);
+}
+
+/** `per=day` rows summed over the keys: what `groupBy=day` answers (days with use, in order). */
+export function totalsByDay(perDay: UsageRow[]): UsageRow[] {
+  return sumBy(
+    perDay.filter((r) => r.day !== undefined),
+    (r) => r.day ?? "",
+  );
+}
+
+/** The row with the most of `value` (ties to the first), or null when none has any. */
+export function largest(rows: UsageRow[], value: (r: UsageRow) => number): UsageRow | null {
+  const top = rows.reduce<UsageRow | null>((best, r) => (best === null || value(r) > value(best) ? r : best), null);
+  return top && value(top) > 0 ? top : null;
+}
+
+/** Each day of the range split by key: the `top` keys with the most tokens over the range
+ * (then the most cost, then by key) each a series, the rest summed as `OTHERS`; days and
+ * series without use are zeros. Both charts take the same series, so a key has one colour. */
+export function stackDays(perDay: UsageRow[], range: DayRange, top = TOP_KEYS): Stacked {
+  const ranked = totalsByKey(perDay).sort(
+    (a, b) => tokensOf(b) - tokensOf(a) || b.cost - a.cost || (a.key < b.key ? -1 : 1),
+  );
+  const shown = ranked.slice(0, top).map((r) => r.key);
+  const series = ranked.length > top ? [...shown, OTHERS] : shown;
+  const index = new Map(series.map((key, i) => [key, i]));
+  const byDay = new Map<string, UsageRow[][]>();
+  for (const r of perDay) {
+    if (r.day === undefined) continue;
+    const parts = byDay.get(r.day) ?? series.map(() => []);
+    parts[index.get(r.key) ?? series.length - 1].push(r);
+    byDay.set(r.day, parts);
+  }
+  const days = fillDays([], range).map(({ key: day }) => {
+    const parts = byDay.get(day);
+    return { day, parts: series.map((key, i) => sumRows(parts?.[i] ?? [], key)) };
+  });
+  return { series, days };
 }
 
 /** Tokens as budgets count them: input plus output (cached input is part of input). */

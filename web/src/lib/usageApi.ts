@@ -9,6 +9,8 @@ export type GroupBy = "agent" | "person" | "channel" | "model" | "day";
 /** One group's sums; `key` is an agent, person or channel id, a model, or a day (UTC). */
 export interface UsageRow {
   key: string;
+  /** With `per=day`: the day (UTC) of these sums, as `YYYY-MM-DD`. */
+  day?: string;
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
@@ -40,11 +42,17 @@ export interface AuditQuery {
 }
 
 export const usageApi = {
-  /** `from` and `to` are days (UTC), both included; omitted, the server takes this month. */
-  usage: async (groupBy: GroupBy, range: { from?: string; to?: string } = {}, signal?: AbortSignal) =>
+  /** `from` and `to` are days (UTC), both included; omitted, the server takes this month.
+   * `per: "day"` answers a row per key and day with use, ordered by day then key. */
+  usage: async (
+    groupBy: GroupBy,
+    range: { from?: string; to?: string } = {},
+    signal?: AbortSignal,
+    per?: "day",
+  ) =>
     (
       await request<{ rows: UsageRow[] }>("/api/usage", {
-        query: { groupBy, from: range.from, to: range.to },
+        query: { groupBy, from: range.from, to: range.to, per },
         signal,
       })
     ).rows,
