@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 SEMCONV_VERSION = "1.41.0"
 """The GenAI semantic conventions the span names and attributes follow (docs/TRACING.md)."""
 
+_SCOPE = "palaver"
 TRACER = trace.get_tracer(
-    "palaver", "0.1.0", schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+    _SCOPE, "0.1.0", schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
 )
 _PROPAGATOR = TraceContextTextMapPropagator()
 _enabled = False
@@ -342,8 +343,9 @@ def _without_queries() -> SpanProcessor:
 
     class WithoutQueries(SpanProcessor):
         def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+            # Palaver's own spans carry a path, never a query (the request span included).
             attributes = span.attributes
-            if not attributes:
+            if not attributes or span.instrumentation_scope.name == _SCOPE:
                 return
             for key in _URL_ATTRIBUTES:
                 value = attributes.get(key)
