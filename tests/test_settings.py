@@ -264,8 +264,9 @@ def test_unknown_keys_answer_400_naming_the_key(
     before = _stored(server)
     response = owner.put("/api/settings", json=patch)
     assert response.status_code == 400
-    assert set(response.json()) - {"field"} == {"error"}
+    assert set(response.json()) == {"error", "field"}
     assert "Unknown setting" in response.json()["error"]
+    assert response.json()["field"] in response.json()["error"]
     assert _stored(server) == before
 
 
@@ -320,6 +321,15 @@ def test_invalid_values_answer_400_and_change_nothing(
     assert response.status_code == 400, response.text
     assert set(response.json()) - {"field"} == {"error"}
     assert _stored(server) == before
+
+
+def test_a_refused_price_names_its_field_with_the_model_whole(owner: Api) -> None:
+    """A form puts the message under the field: the model's name, dots and all, stays whole."""
+    patch = {"prices": {"oai/gpt-4.1": {"input": 1, "output": -2}}}
+    response = owner.put("/api/settings", json=patch)
+    assert response.status_code == 400
+    assert response.json()["field"] == "prices.oai/gpt-4.1.output"
+    assert "'prices.oai/gpt-4.1.output'" in response.json()["error"]
 
 
 def test_the_default_model_must_name_a_configured_provider(

@@ -45,7 +45,8 @@ class SettingsHolder:
             try:
                 updated = merge(stored, patch)
             except ValidationError as exc:
-                raise Invalid(_describe(exc)) from None
+                message, where = _describe(exc)
+                raise Invalid(message, field=where) from None
             problem = model_problem(updated, updated.defaultModel)
             if problem is not None:
                 # Well formed but naming a provider that is not configured: a conflict.
@@ -84,9 +85,11 @@ def audited(before: Settings, after: Settings) -> list[tuple[str, str, dict[str,
     return rows
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError) -> tuple[str, str]:
+    """The message and the field it is about (`prices.openai/gpt-4.1.input`: a form matches
+    the map's keys whole, since they may hold dots)."""
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
-        return f"Unknown setting '{where}'."
-    return f"Invalid setting '{where}': {str(first['msg']).rstrip('.')}."
+        return f"Unknown setting '{where}'.", where
+    return f"Invalid setting '{where}': {str(first['msg']).rstrip('.')}.", where

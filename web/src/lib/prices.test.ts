@@ -39,17 +39,16 @@ describe("prices", () => {
     expect([...problems.keys()]).toEqual([5, 6]);
   });
 
-  it("finds the field a server's message is about, for a model with dots in its name", () => {
+  it("finds the field a server's refusal names, for a model with dots in its name", () => {
     const text = "Invalid setting 'prices.openai/gpt-4.1.cachedInput': Input should be less than or equal to 1000000.";
-    expect(priceErrorOf(text, ["openai/gpt-4", "openai/gpt-4.1"])).toEqual({
+    expect(priceErrorOf("prices.openai/gpt-4.1.cachedInput", text, ["openai/gpt-4", "openai/gpt-4.1"])).toEqual({
       model: "openai/gpt-4.1",
       field: "cachedInput",
       text,
     });
-    expect(priceErrorOf("Invalid setting 'prices.a/b': Input should be a valid dictionary.", ["a/b"])?.field).toBe(
-      "model",
-    );
-    expect(priceErrorOf("Invalid setting 'limits.messageBurst': too big.", ["a/b"])).toBeNull();
+    expect(priceErrorOf("prices.a/b", "Input should be a valid dictionary.", ["a/b"])?.field).toBe("model");
+    expect(priceErrorOf("limits.messageBurst", "too big.", ["a/b"])).toBeNull();
+    expect(priceErrorOf(null, "Invalid setting 'prices.a/b.input': no.", ["a/b"])).toBeNull();
   });
 
   it("offers each known model not yet priced once, in order", () => {

@@ -81,16 +81,16 @@ export function pricesPatch(saved: Record<string, Price>, rows: PriceRow[]): Rec
   return patch;
 }
 
-/** The field a server's message is about (`Invalid setting 'prices.<model>.<field>': ...`),
- * for one of these models; null when it names none. Models hold dots, so the model is matched
- * whole rather than split at one. */
-export function priceErrorOf(text: string, models: string[]): PriceError | null {
-  const where = /'prices\.(.+?)'/.exec(text)?.[1];
-  if (where === undefined) return null;
+/** The price field a server's refusal is about (its `field`: `prices.<model>.<field>`, or
+ * `prices.<model>` for the entry as a whole), for one of these models; null when it names none.
+ * Models hold dots, so the model is matched whole rather than split at one. */
+export function priceErrorOf(field: string | null | undefined, text: string, models: string[]): PriceError | null {
+  if (!field?.startsWith("prices.")) return null;
+  const where = field.slice("prices.".length);
   for (const model of models) {
     if (where === model) return { model, field: "model", text };
-    for (const field of ["input", "output", "cachedInput"] as const) {
-      if (where === `${model}.${field}`) return { model, field, text };
+    for (const name of ["input", "output", "cachedInput"] as const) {
+      if (where === `${model}.${name}`) return { model, field: name, text };
     }
   }
   return null;
