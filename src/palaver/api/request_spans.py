@@ -56,14 +56,16 @@ class RequestSpans:
             span.set_attribute("error.type", type(exc).__name__)
             raise
         finally:
+            # One call for the attributes the answer settles: each call takes the span's lock.
+            settled: dict[str, str | int] = {"http.response.status_code": status}
             route = getattr(scope.get("route"), "path", None)
             if route:
                 span.update_name(f"{method} {route}")
-                span.set_attribute("http.route", route)
-            span.set_attribute("http.response.status_code", status)
+                settled["http.route"] = route
             if status >= 500:
                 span.set_status(Status(StatusCode.ERROR))
-                span.set_attribute("error.type", str(status))
+                settled["error.type"] = str(status)
+            span.set_attributes(settled)
             otel_context.detach(token)
             span.end()
 
