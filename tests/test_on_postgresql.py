@@ -35,12 +35,13 @@ MODULES = (
     "tests/test_people_mentions.py",
     "tests/test_channel_list_live.py",
     "tests/test_audit.py",
+    "tests/agents/test_usage.py",
     "tests/test_channel_export.py",
     "tests/test_channel_import.py",
 )
 """Messages (with edits, deletes, reactions and threads: issue 22), channels, agents, guests,
 memory, chains, schedules, knowledge, issue 23's message search, read state, mentions of
-people and live channel list, issue 24's audit log and issue 25's channel export and import,
+people and live channel list, issue 24's audit log, usage ledger and budgets, and issue 25's channel export and import,
 as issue 14 asks of the second pass; the knowledge tests that rank by full text are skipped
 there."""
 

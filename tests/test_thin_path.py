@@ -153,6 +153,15 @@ def test_both_paths_renew_an_aging_session_cookie(server: Server, owner: Api, ch
         read = _read(api, f"channelId={channel}")
         assert read.status_code == 200
         assert api.token in read.headers["set-cookie"]
+        # Handed on: FastAPI's route answers JSON it did not encode, the cookie kept.
+        age_session(server, api.token, days=29)
+        read = _read(api, f"channelId={channel}&limit=050")
+        assert read.status_code == 200
+        assert api.token in read.headers["set-cookie"]
+        age_session(server, api.token, days=29)
+        listed = api.get("/api/channels")
+        assert listed.status_code == 200 and listed.json()["channels"]
+        assert api.token in listed.headers["set-cookie"]
         age_session(server, api.token, days=29)
         posted = _post(api, {"channelId": channel, "content": "renewed"})
         assert posted.status_code == 200

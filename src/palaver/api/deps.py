@@ -32,6 +32,15 @@ async def principal(request: Request, response: Response, svc: Svc) -> Principal
     return caller
 
 
+def encoded_json(body: bytes, response: Response) -> Response:
+    """An answer whose JSON is already encoded, with the headers the route's dependencies set
+    on `response` (a renewed session cookie): FastAPI adds those only to answers it encodes
+    itself."""
+    answer = Response(body, media_type="application/json")
+    answer.headers.raw.extend(response.headers.raw)
+    return answer
+
+
 def renew_cookie(response: Response, request: Request, svc: Services, caller: Principal) -> None:
     """A session the check found due for renewal gets its cookie again, with a new age."""
     token = request.cookies.get(SESSION_COOKIE)

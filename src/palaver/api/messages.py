@@ -9,7 +9,7 @@ from pydantic import Field
 
 from palaver.actions import message_changes, messages
 from palaver.api import schemas
-from palaver.api.deps import NOT_BLANK, Acting, Body, Caller, Svc, errors
+from palaver.api.deps import NOT_BLANK, Acting, Body, Caller, Svc, encoded_json, errors
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
 from palaver.domain import iso
@@ -67,6 +67,7 @@ class AddReaction(Body):
 async def list_messages(
     caller: Caller,
     svc: Svc,
+    response: Response,
     channelId: Annotated[str, Query(min_length=1)],
     limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = PAGE_DEFAULT,
     before: Annotated[
@@ -89,7 +90,7 @@ async def list_messages(
     page = await messages.history_json(
         svc, caller.user, channelId, limit, before, threadId, after=after
     )
-    return Response(page, media_type="application/json")
+    return encoded_json(page, response)
 
 
 @router.post("", responses={**errors(404, 429), **ok(schemas.MessagePosted, "The message's id")})

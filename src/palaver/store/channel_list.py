@@ -7,9 +7,10 @@ every page load and every reconnect."""
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, select
+from sqlalchemy import Connection, Select, Text, and_, select, type_coerce
 
 from palaver.domain import iso
 from palaver.store.tables.core import channel_agents, channel_members, channels
@@ -24,8 +25,8 @@ def listed(conn: Connection, user_id: str, everything: bool) -> list[dict[str, A
         channels.c.id,
         channels.c.name,
         channels.c.type,
-        channels.c.created_at,
-        channels.c.updated_at,
+        type_coerce(channels.c.created_at, Text),
+        type_coerce(channels.c.updated_at, Text),
         state.c.last_read_id,
         state.c.unread_count,
         state.c.mention_count,
@@ -45,16 +46,29 @@ def listed(conn: Connection, user_id: str, everything: bool) -> list[dict[str, A
         member_ids[channel_id].append(member_id)
     return [
         {
-            "id": row.id,
-            "name": row.name,
-            "type": row.type,
-            "agentIds": agent_ids.get(row.id, []),
-            "memberIds": member_ids.get(row.id, []),
-            "createdAt": iso(row.created_at),
-            "updatedAt": iso(row.updated_at),
-            "lastReadId": row.last_read_id,
-            "unreadCount": row.unread_count or 0,
-            "mentionCount": row.mention_count or 0,
+            "id": channel_id,
+            "name": name,
+            "type": kind,
+            "agentIds": agent_ids.get(channel_id, []),
+            "memberIds": member_ids.get(channel_id, []),
+            "createdAt": _iso(created),
+            "updatedAt": _iso(updated),
+            "lastReadId": marker,
+            "unreadCount": unread or 0,
+            "mentionCount": mentions or 0,
         }
-        for row in conn.execute(found.order_by(channels.c.created_at, channels.c.id))
+        for channel_id, name, kind, created, updated, marker, unread, mentions in conn.execute(
+            found.order_by(channels.c.created_at, channels.c.id)
+        )
     ]
+
+
+def _iso(stamp: str | datetime) -> str:
+    """A time as clients see it (`domain.iso`), from the text SQLite keeps (UTC, to the
+    microsecond: `2026-11-26 17:05:03.123456`) without parsing it into a datetime and back:
+    half the list's time went there. PostgreSQL's driver gives a datetime."""
+    if isinstance(stamp, datetime):
+        return iso(stamp.astimezone(UTC))
+    if len(stamp) == 26 and stamp[10] == " ":
+        return f"{stamp[:10]}T{stamp[11:23]}Z"
+    return iso(datetime.fromisoformat(stamp).replace(tzinfo=UTC))
