@@ -41,9 +41,9 @@ MODULES = (
 )
 """Messages (with edits, deletes, reactions and threads: issue 22), channels, agents, guests,
 memory, chains, schedules, knowledge, issue 23's message search, read state, mentions of
-people and live channel list, issue 24's audit log, usage ledger and budgets, and issue 25's channel export and import,
-as issue 14 asks of the second pass; the knowledge tests that rank by full text are skipped
-there."""
+people and live channel list, issue 24's audit log, usage ledger and budgets, and issue 25's
+channel export and import, as issue 14 asks of the second pass; the knowledge tests that rank
+by full text are skipped there."""
 
 
 GROUPS = 3
