@@ -67,8 +67,9 @@ def _iso(stamp: str | datetime) -> str:
     """A time as clients see it (`domain.iso`), from the text SQLite keeps (UTC, to the
     microsecond: `2026-11-26 17:05:03.123456`) without parsing it into a datetime and back:
     half the list's time went there. PostgreSQL's driver gives a datetime."""
-    if isinstance(stamp, datetime):
-        return iso(stamp.astimezone(UTC))
-    if len(stamp) == 26 and stamp[10] == " ":
-        return f"{stamp[:10]}T{stamp[11:23]}Z"
-    return iso(datetime.fromisoformat(stamp).replace(tzinfo=UTC))
+    if isinstance(stamp, str):
+        if len(stamp) == 26 and stamp[10] == " " and stamp[19] == "." and stamp[20:].isdigit():
+            return f"{stamp[:10]}T{stamp[11:23]}Z"
+        stamp = datetime.fromisoformat(stamp)
+    # As `UtcDateTime` reads it: a time without a zone is UTC.
+    return iso(stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC))

@@ -7,7 +7,7 @@ class Directory {
   agents = $state<Record<string, Agent>>({});
   people = $state<Record<string, User>>({});
   agentsLoaded = $state(false);
-  /** The list is being asked for again, for an agent the page did not know. */
+  /** The list is being asked for. */
   agentsLoading = $state(false);
   private agentsAsked = new Set<string>();
   private peopleOf = new Set<string>();
@@ -19,23 +19,25 @@ class Directory {
   }
 
   async loadAgents(): Promise<void> {
-    const list = await api.agents();
-    this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
-    this.agentsLoaded = true;
+    this.agentsLoading = true;
+    try {
+      const list = await api.agents();
+      this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
+      this.agentsLoaded = true;
+    } finally {
+      this.agentsLoading = false;
+    }
   }
 
-  /** Whether a name may still come for these agents: the list is not loaded yet, or is being
-   * asked for again because one of them is unknown (made since the page loaded). Each unknown
-   * id is asked for once; one still unknown after that was deleted. */
+  /** Whether a name may still come for these agents: the list is being asked for, or is
+   * asked for now because one of them is unknown (made since the page loaded, or the first
+   * ask failed). Each unknown id is asked for once; one still unknown after that was deleted. */
   awaitAgents(ids: string[]): boolean {
-    if (!this.agentsLoaded || this.agentsLoading) return true;
+    if (this.agentsLoading) return true;
     const unknown = ids.filter((id) => !this.agents[id] && !this.agentsAsked.has(id));
     if (!unknown.length) return false;
     for (const id of unknown) this.agentsAsked.add(id);
-    this.agentsLoading = true;
-    void this.loadAgents()
-      .catch(() => undefined)
-      .finally(() => (this.agentsLoading = false));
+    void this.loadAgents().catch(() => undefined);
     return true;
   }
 

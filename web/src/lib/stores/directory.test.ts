@@ -11,11 +11,22 @@ describe("the directory's agents", () => {
     vi.restoreAllMocks();
   });
 
-  it("says a name may come until the list is loaded", async () => {
+  it("says a name may come while the list is asked for", async () => {
     vi.spyOn(api, "agents").mockResolvedValue([agent("agent_a", "Ada")]);
+    const loading = directory.loadAgents();
     expect(directory.awaitAgents(["agent_a"])).toBe(true);
-    await directory.loadAgents();
+    await loading;
     expect(directory.awaitAgents(["agent_a"])).toBe(false);
+  });
+
+  it("asks for the list itself when the page's first ask failed", async () => {
+    const agents = vi.spyOn(api, "agents").mockRejectedValueOnce(new Error("offline"));
+    await expect(directory.loadAgents()).rejects.toThrow("offline");
+    agents.mockResolvedValue([agent("agent_a", "Ada")]);
+    expect(directory.awaitAgents(["agent_a"])).toBe(true);
+    await vi.waitFor(() => expect(directory.agentsLoading).toBe(false));
+    expect(directory.awaitAgents(["agent_a"])).toBe(false);
+    expect(directory.agents.agent_a.name).toBe("Ada");
   });
 
   it("asks again once for an agent made since the page loaded, then gives up on it", async () => {
