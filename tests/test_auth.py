@@ -271,6 +271,25 @@ def test_a_right_password_does_not_count_as_a_failed_attempt(server: Server) -> 
     assert _login(server, "wrong", **{"X-Forwarded-For": here}).status_code == 401
 
 
+def test_a_renewed_cookie_comes_with_every_kind_of_answer(server: Server) -> None:
+    """JSON FastAPI encodes, JSON a route encoded itself, a file and a stream: a session due
+    for renewal gets its cookie with each."""
+    with server.login() as api:
+        room = api.ok("POST", "/api/channels", json={"name": unique("renew-"), "type": "group"})
+        files = {"file": ("note.txt", b"kept", "text/plain")}
+        upload = api.ok("POST", "/api/upload", files=files)["url"]
+        for path in (
+            "/api/me",
+            "/api/channels",
+            upload,
+            f"/api/channels/{room['channel']['id']}/export?format=markdown",
+        ):
+            age_session(server, api.token, days=29)
+            answer = api.get(path)
+            assert answer.status_code == 200, (path, answer.text)
+            assert api.token in answer.headers.get("set-cookie", ""), path
+
+
 def test_an_active_session_gets_its_cookie_renewed_when_its_last_use_is(server: Server) -> None:
     with server.login() as api:
         fresh = api.get("/api/me")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from palaver.actions import channel_export, channel_import
 from palaver.api import schemas
-from palaver.api.deps import Caller, OwnerActing, Svc, errors
+from palaver.api.deps import Caller, OwnerActing, Svc, carrying, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import Shape, ok
@@ -89,6 +89,7 @@ async def export_channel(
     channel_id: str,
     caller: Caller,
     svc: Svc,
+    response: Response,
     kind: Annotated[
         Literal["json", "markdown"],
         Query(alias="format", description="Palaver's JSON (to import again) or a transcript."),
@@ -102,11 +103,12 @@ async def export_channel(
     deleted thread root as its tombstone, other deleted messages left out), threads, reactions,
     edits' current text, and the files. A guest exports only a channel it is in."""
     found = await channel_export.export(svc, caller.user, channel_id, kind, files)
-    return StreamingResponse(
+    streamed = StreamingResponse(
         found.body,
         media_type=found.media_type,
         headers={"Content-Disposition": found.disposition, "X-Content-Type-Options": "nosniff"},
     )
+    return carrying(streamed, response)
 
 
 @router.post(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -32,13 +32,20 @@ async def principal(request: Request, response: Response, svc: Svc) -> Principal
     return caller
 
 
-def encoded_json(body: bytes, response: Response) -> Response:
-    """An answer whose JSON is already encoded, with the headers the route's dependencies set
-    on `response` (a renewed session cookie): FastAPI adds those only to answers it encodes
-    itself."""
-    answer = Response(body, media_type="application/json")
+AnswerT = TypeVar("AnswerT", bound=Response)
+
+
+def carrying(answer: AnswerT, response: Response) -> AnswerT:
+    """A route's own answer (JSON it encoded, a file, a stream) with the headers the route's
+    dependencies set on `response` (a renewed session cookie): FastAPI adds those only to
+    answers it makes itself."""
     answer.headers.raw.extend(response.headers.raw)
     return answer
+
+
+def encoded_json(body: bytes, response: Response) -> Response:
+    """An answer whose JSON is already encoded, carrying the dependencies' headers."""
+    return carrying(Response(body, media_type="application/json"), response)
 
 
 def renew_cookie(response: Response, request: Request, svc: Services, caller: Principal) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 
 from palaver.actions import uploads
 from palaver.api import schemas
-from palaver.api.deps import Caller, Svc, errors
+from palaver.api.deps import Caller, Svc, carrying, errors
 from palaver.api.multipart import read_upload
 from palaver.api.routing import StrictJsonRoute
 from palaver.api.schemas import ok
@@ -43,7 +43,9 @@ async def upload(request: Request, caller: Caller, svc: Svc) -> dict[str, str]:
 
 
 @router.get("/uploads/{month}/{name}", responses=errors(404))
-async def download(month: str, name: str, caller: Caller, svc: Svc) -> FileResponse:
+async def download(
+    month: str, name: str, caller: Caller, svc: Svc, response: Response
+) -> FileResponse:
     """For the owner, the uploader, and the members of a channel where its URL was posted."""
     path = await uploads.readable(svc, caller.user, month, name)
     try:
@@ -51,4 +53,5 @@ async def download(month: str, name: str, caller: Caller, svc: Svc) -> FileRespo
     except FileNotFoundError:
         raise NotFound("There is no such upload.") from None
     media_type, headers = uploads.serving_headers(name)
-    return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+    answer = FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+    return carrying(answer, response)
