@@ -4,6 +4,8 @@ no request leaving the server (the `browse` fixture checks all of that when a te
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.sync_api import expect
 
 from tests.fakes.openai_server import FakeOpenAI
@@ -95,3 +97,27 @@ def test_a_hostile_file_name_stays_text(browse: Browse, web_server: Server, web_
     log = page.get_by_role("feed", name="Messages")
     assert log.locator("img").count() == 0, "an SVG is never shown inline"
     assert log.locator("a[href^='javascript']").count() == 0
+
+
+def test_markdown_shows_as_its_text_until_the_parser_comes_then_renders_inert(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    """The Markdown parser is its own chunk, fetched as the page starts: held back, a message
+    shows its escaped source (never unsanitized HTML), and renders once the chunk arrives."""
+    room = channel(web_owner, [])
+    post(web_owner, room["id"], "**bold** and `code` <img src=x onerror=alert(1)>")
+    post(web_owner, room["id"], "a plain line")
+    page = browse.page()
+    held: list[Any] = []
+    page.route("**/assets/markdownParser-*.js", lambda route: held.append(route))
+    open_channel(page, web_server, room["id"])
+    log = page.get_by_role("feed", name="Messages")
+    expect(log.get_by_text("a plain line")).to_be_visible()
+    expect(log.get_by_text("**bold** and `code` <img src=x onerror=alert(1)>")).to_be_visible()
+    assert log.locator("strong, img, [onerror]").count() == 0
+    assert len(held) == 1
+    held[0].continue_()
+    expect(log.locator("strong", has_text="bold")).to_be_visible()
+    expect(log.locator("code", has_text="code")).to_be_visible()
+    assert log.locator("img, [onerror]").count() == 0
+    expect(log.get_by_text("<img src=x onerror=alert(1)>")).to_be_visible()

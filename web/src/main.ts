@@ -1,6 +1,7 @@
 import { mount } from "svelte";
 import App from "./App.svelte";
 import { routeLinks } from "./lib/links";
+import { loadMarkdown } from "./lib/markdown";
 import { router } from "./lib/router.svelte";
 import "./app.css";
 // Shared classes (.hint, .card, .actions, .progress, ...) that the dialogs and the login card
@@ -11,3 +12,6 @@ import "./components/admin/admin.css";
 routeLinks((path) => router.go(path));
 
 mount(App, { target: document.getElementById("app")! });
+
+// The Markdown parser is fetched beside the session's first requests, not before the page.
+loadMarkdown().catch(() => {});

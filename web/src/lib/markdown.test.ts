@@ -1,5 +1,9 @@
-import { describe, expect, it } from "vitest";
-import { cachedCount, isLocalUpload, renderMarkdown } from "./markdown";
+import { beforeAll, describe, expect, it } from "vitest";
+import { cachedCount, isLocalUpload, loadMarkdown, renderMarkdown } from "./markdown";
+
+beforeAll(async () => {
+  await loadMarkdown();
+});
 
 function dom(html: string): HTMLElement {
   const div = document.createElement("div");

@@ -1,30 +1,14 @@
 /**
- * The one way text from people and agents becomes HTML: Markdown through `marked` (raw HTML
- * escaped to text), then DOMPurify with an allow-list that keeps formatting and drops anything active. Nothing in a
- * message may run script or load from another host: no <script>, no event handlers, no
- * `javascript:` or `data:` links, no SVG or MathML, no <img> that is not one of our uploads, no
- * style attributes, no forms or frames. The page's CSP is the second wall behind this one.
+ * The one way text from people and agents becomes HTML. Plain chat lines (most of them) are
+ * escaped here; Markdown goes through `marked` and DOMPurify in `markdownParser.ts`, a chunk of
+ * its own fetched as the page starts (`loadMarkdown`), so the first load does not wait for it.
+ * Until it has come, Markdown shows as its escaped source text, never as unsanitized HTML.
  */
-import DOMPurify from "dompurify";
-import { Marked } from "marked";
 
-const marked = new Marked({ gfm: true, breaks: true, async: false });
-
-function escapeHtml(text: string): string {
+/** Text escaped for HTML: `&`, `<`, `>` and both quotes. */
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
-
-// Raw HTML in a message is shown as the text it is, never parsed: chat is Markdown, and a tag
-// that never becomes an element cannot carry a handler (the browser would report even a
-// blocked one as a CSP violation while the sanitizer parses it).
-marked.use({ renderer: { html: ({ text }) => escapeHtml(text) } });
-
-const ALLOWED_TAGS = [
-  "a", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
-  "i", "img", "input", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup", "table",
-  "tbody", "td", "th", "thead", "tr", "ul",
-];
-const ALLOWED_ATTR = ["href", "title", "alt", "src", "class", "align", "type", "checked", "disabled", "start"];
 
 /** An upload's address as the server makes it: `/uploads/<yyyy-mm>/<name>`, the name of word
  * characters, dots, dashes and percent escapes (src/palaver/store/uploads.py). */
@@ -51,48 +35,26 @@ export function isLocalUpload(url: string): boolean {
   }
 }
 
-function isSafeLink(href: string): boolean {
-  try {
-    const url = new URL(href, location.origin);
-    return ["http:", "https:", "mailto:"].includes(url.protocol);
-  } catch {
-    return false;
-  }
+type Parser = typeof import("./markdownParser");
+let parser: Parser | null = null;
+let loading: Promise<Parser> | null = null;
+
+/** The Markdown parser, fetched once; a failed fetch is tried again on the next call. */
+export function loadMarkdown(): Promise<Parser> {
+  loading ??= import("./markdownParser").then(
+    (m) => (parser = m),
+    (error: unknown) => {
+      loading = null;
+      throw error;
+    },
+  );
+  return loading;
 }
 
-const purify = DOMPurify(window);
-purify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    const href = node.getAttribute("href") ?? "";
-    if (!isSafeLink(href)) {
-      node.removeAttribute("href");
-    } else if (new URL(href, location.origin).origin !== location.origin) {
-      node.setAttribute("target", "_blank");
-      node.setAttribute("rel", "noopener noreferrer nofollow");
-    }
-  } else if (node.tagName === "IMG") {
-    const src = node.getAttribute("src") ?? "";
-    if (!isLocalUpload(src)) {
-      // A remote image would tell its host who read the message, and when: show its text.
-      const text = node.ownerDocument.createElement("span");
-      text.className = "md-img-blocked";
-      text.textContent = `[image: ${node.getAttribute("alt") || src}]`;
-      node.replaceWith(text);
-    } else {
-      node.setAttribute("loading", "lazy");
-    }
-  } else if (node.tagName === "INPUT") {
-    if (node.getAttribute("type") !== "checkbox") node.remove();
-    else node.setAttribute("disabled", "");
-  }
-  if (node.hasAttribute("class")) {
-    const kept = (node.getAttribute("class") ?? "")
-      .split(/\s+/)
-      .filter((c) => /^(language-[\w+-]+|md-img-blocked|hljs(-[\w-]+)?)$/.test(c));
-    if (kept.length) node.setAttribute("class", kept.join(" "));
-    else node.removeAttribute("class");
-  }
-});
+/** Whether Markdown is rendered yet (else it shows as its escaped text). */
+export function markdownLoaded(): boolean {
+  return parser !== null;
+}
 
 /** Text with nothing Markdown would act on: most chat lines. */
 const PLAIN = /^[^*_`#[\]<>!|~\\&:=+-]*$/;
@@ -104,11 +66,14 @@ const cache = new Map<string, string>();
  * breaks kept), and settled texts are cached, so scrolling back through thousands of rows does
  * not parse each one again. Text still changing (a streaming reply, a preview being typed) is
  * rendered with `cache: false`: each partial would be an entry read once and never again.
+ * Before the parser has come, Markdown is its escaped source, not cached.
  */
 export function renderMarkdown(source: string, options: { cache?: boolean } = {}): string {
   let html = cache.get(source);
   if (html === undefined) {
-    html = isPlain(source) ? plain(source) : parse(source);
+    if (isPlain(source)) html = plain(source);
+    else if (parser) html = parser.parse(source);
+    else return plain(source);
     if (options.cache ?? true) {
       if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
       cache.set(source, html);
@@ -134,17 +99,6 @@ function plain(source: string): string {
     .join("");
 }
 
-function parse(source: string): string {
-  const html = marked.parse(source) as string;
-  return purify.sanitize(html, {
-    ALLOWED_TAGS,
-    ALLOWED_ATTR: [...ALLOWED_ATTR, "target", "rel", "loading"],
-    ALLOW_DATA_ATTR: false,
-    ALLOW_ARIA_ATTR: false,
-    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|\/(?!\/)|#)/i,
-  });
-}
-
 type Highlighter = (code: string, language: string) => string | null;
 let highlighter: Promise<Highlighter> | null = null;
 
@@ -158,14 +112,14 @@ function loadHighlighter(): Promise<Highlighter> {
 export async function highlightIn(root: HTMLElement): Promise<void> {
   const blocks = root.querySelectorAll<HTMLElement>("pre > code[class*='language-']");
   if (blocks.length === 0) return;
-  const highlight = await loadHighlighter();
+  const [highlight, { sanitizeSpans }] = await Promise.all([loadHighlighter(), loadMarkdown()]);
   for (const block of blocks) {
     if (block.dataset.highlighted) continue;
     const language = /language-([\w+-]+)/.exec(block.className)?.[1] ?? "";
     const html = highlight(block.textContent ?? "", language);
     if (html !== null) {
       // highlight.js escapes the code and adds only <span class="hljs-...">.
-      block.innerHTML = purify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"] });
+      block.innerHTML = sanitizeSpans(html);
       block.classList.add("hljs");
     }
     block.dataset.highlighted = "1";
