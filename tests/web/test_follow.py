@@ -315,3 +315,88 @@ def test_screenshot_of_the_sidebar_with_unread_and_mention_badges(
         expect(badge(page, rooms["general"]["name"])).to_have_count(0)
         page.mouse.move(900, 20)
         shoot(page, "sidebar-unread-mentions-light")
+
+
+def test_a_reply_in_an_old_thread_of_the_person_counts_live_whose_root_the_page_does_not_hold(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    landing = channel(web_owner, [], name=unique("be-0-landing-"))
+    room = channel(web_owner, [], name=unique("be-room-"))
+    scrolled = channel(web_owner, [], name=unique("be-scrolled-"))
+    secret = channel(web_owner, [], name=unique("be-secret-"))
+    with Guest(web_server, web_owner, name=unique("Ines")) as guest:
+        joined(web_owner, guest, landing, room, scrolled)
+        # Long ago: the guest started a thread in each room, the owner one the guest never
+        # joined; more than a page of messages came after them, all read since.
+        mine = post(guest.api, room["id"], "my old question")
+        theirs = post(web_owner, room["id"], "the owner's own topic")
+        mine_far = post(guest.api, scrolled["id"], "my old plan")
+        theirs_far = post(web_owner, scrolled["id"], "the owner's far topic")
+        last = ""
+        for i in range(55):
+            last = post(web_owner, scrolled["id"], f"filler {i}")
+        secret_root = post(web_owner, secret["id"], "nobody else's business")
+        read_to = post(web_owner, room["id"], "read up to here")
+        guest.api.ok("POST", f"/api/channels/{room['id']}/read", json={"messageId": read_to})
+        guest.api.ok("POST", f"/api/channels/{scrolled['id']}/read", json={"messageId": last})
+
+        page = browse.page()
+        urls: list[str] = []
+        listings: list[Any] = []
+        frames: list[str] = []
+        page.on("request", lambda r: urls.append(r.url))
+        page.on(
+            "response", lambda r: listings.append(r) if r.url.endswith("/api/channels") else None
+        )
+        page.on(
+            "websocket",
+            lambda ws: ws.on(
+                "framereceived", lambda f: frames.append(f if isinstance(f, str) else "")
+            ),
+        )
+        open_channel(page, web_server, landing["id"], password=guest.key)
+        expect(badge(page, room["name"])).to_have_count(0)
+        page.wait_for_timeout(800)  # the list asked for again once the subscriptions are confirmed
+        asked_before = len([u for u in urls if u.endswith("/api/channels")])
+
+        # A reply in the owner's thread does not count for the guest; one in the guest's old
+        # thread (in a channel not open) does, within moments and without a reload.
+        post(web_owner, room["id"], "not your thread", threadId=theirs)
+        post(web_owner, secret["id"], "a secret reply", threadId=secret_root)
+        post(web_owner, room["id"], "an answer to your old question", threadId=mine)
+        expect(badge(page, room["name"])).to_have_text(unread(1), timeout=5_000)
+        page.wait_for_timeout(800)
+        expect(badge(page, room["name"])).to_have_text(unread(1))
+        assert state_of(guest.api, room["id"])["unreadCount"] == 1
+
+        # Several at once are asked for together; a mention among them counts once.
+        for i in range(3):
+            post(web_owner, room["id"], f"more on your question {i}", threadId=mine)
+        post(web_owner, room["id"], f"@{guest.user['name']} see above", threadId=mine)
+        post(web_owner, room["id"], "still not your thread", threadId=theirs)
+        expect(badge(page, room["name"])).to_have_text(unread(5), timeout=5_000)
+        expect(mention_badge(page, room["name"])).to_have_text(re.compile(r"^@1\s*mention$"))
+        page.wait_for_timeout(1000)
+        expect(badge(page, room["name"])).to_have_text(unread(5))
+        assert state_of(guest.api, room["id"])["unreadCount"] == 5
+        asked = len([u for u in urls if u.endswith("/api/channels")]) - asked_before
+        assert 1 <= asked <= 4, asked  # never one per reply
+
+        # Open, with the root far above the loaded page: the same.
+        page.get_by_role("link", name=re.compile(re.escape(scrolled["name"]))).click()
+        expect(page.locator("article", has_text="filler 54")).to_be_visible()
+        expect(page.locator("article", has_text="my old plan")).to_have_count(0)
+        post(web_owner, scrolled["id"], "not yours either", threadId=theirs_far)
+        post(web_owner, scrolled["id"], "about your old plan", threadId=mine_far)
+        expect(badge(page, scrolled["name"])).to_have_text(unread(1), timeout=5_000)
+        page.wait_for_timeout(800)
+        expect(badge(page, scrolled["name"])).to_have_text(unread(1))
+        assert state_of(guest.api, scrolled["id"])["unreadCount"] == 1
+
+        # Nothing of the channel the guest is not in was fetched, told or shown.
+        nav = page.get_by_role("navigation", name="Channels")
+        expect(nav.get_by_role("link", name=re.compile(re.escape(secret["name"])))).to_have_count(0)
+        assert not [u for u in urls if secret["id"] in u or secret_root in u]
+        assert not [f for f in frames if secret["id"] in f or "secret" in f]
+        for listing in listings:
+            assert secret["id"] not in listing.text()

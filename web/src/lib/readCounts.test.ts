@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { after, counted, mentionedUserIds, newer, readUpTo, titled } from "./readCounts";
+import { after, counted, judged, mentionedUserIds, newer, readUpTo, titled } from "./readCounts";
 
 const ME = "user_me";
 const base = { id: "m5", userId: "user_other", type: "text", metadata: {}, threadId: null };
@@ -20,6 +20,20 @@ describe("counted: the server's rules", () => {
     expect(counted(reply, ME, (t) => t === "m1")).toEqual({ mention: false });
     const mention = { ...reply, metadata: { mentions: { userIds: [ME], agentIds: [] } } };
     expect(counted(mention, ME)).toEqual({ mention: true });
+  });
+
+  it("is unsure of a reply only when the page cannot tell whether the person takes part", () => {
+    const reply = { ...base, threadId: "m1" };
+    const unknown = () => undefined;
+    expect(judged(reply, ME, unknown)).toBe("unsure");
+    expect(judged(reply, ME, () => true)).toEqual({ mention: false });
+    expect(judged(reply, ME, () => false)).toBeNull();
+    // What counts (or not) whatever the thread is never unsure.
+    expect(judged(base, ME, unknown)).toEqual({ mention: false });
+    expect(judged({ ...reply, userId: ME }, ME, unknown)).toBeNull();
+    expect(judged({ ...reply, type: "tool_call" }, ME, unknown)).toBeNull();
+    const mention = { ...reply, metadata: { mentions: { userIds: [ME], agentIds: [] } } };
+    expect(judged(mention, ME, unknown)).toEqual({ mention: true });
   });
 
   it("reads the mentioned people from the metadata, and nothing else", () => {

@@ -45,6 +45,25 @@ export function counted(
   return { mention };
 }
 
+/**
+ * As `counted`, for a page that may not know whether the person takes part in a thread
+ * (`inThread` answers undefined: it does not hold the thread's root): "unsure" when only that
+ * would decide, so that the server is asked.
+ */
+export function judged(
+  m: Countable,
+  userId: string | undefined,
+  inThread: (threadId: string) => boolean | undefined,
+): { mention: boolean } | null | "unsure" {
+  let unsure = false;
+  const how = counted(m, userId, (threadId) => {
+    const part = inThread(threadId);
+    if (part === undefined) unsure = true;
+    return part ?? false;
+  });
+  return how ?? (unsure ? "unsure" : null);
+}
+
 /** Whether id `a` is after the marker `b` (null: nothing read yet). Ids sort by time. */
 export function after(a: string, marker: string | null): boolean {
   return marker === null || a > marker;

@@ -818,13 +818,15 @@ class Timelines {
   }
 
   /** Whether the person takes part in a thread: wrote its root or a reply (what makes a reply
-   * there count as unread, as on the server). */
-  takesPart(channelId: string, threadId: string): boolean {
+   * there count as unread, as on the server). Undefined when the page holds neither the root
+   * nor a reply of theirs there: only the server can tell. */
+  takesPart(channelId: string, threadId: string): boolean | undefined {
     const me = session.user?.id;
     if (me === undefined) return false;
     const root = this.byChannel.get(channelId)?.find(threadId) ?? this.byThread.get(threadId)?.root;
     if (root && (root.userId === me || root.thread?.participantIds.includes(me))) return true;
-    return this.byThread.get(threadId)?.items.some((i) => i.userId === me) ?? false;
+    if (this.byThread.get(threadId)?.items.some((i) => i.userId === me)) return true;
+    return root ? false : undefined;
   }
 
   /** Where a message the person sent goes: its thread's timeline, or the channel's. */

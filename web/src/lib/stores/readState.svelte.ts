@@ -9,8 +9,9 @@
  * and `read_updated` from the person's other pages, give the exact counts.
  */
 import { api } from "../api";
-import { after, counted, newer, readUpTo, type Countable } from "../readCounts";
+import { after, counted, judged, newer, readUpTo, type Countable } from "../readCounts";
 import { ReadQueue } from "../readQueue";
+import { Recount } from "../recount";
 import { router } from "../router.svelte";
 import { socket } from "../socket.svelte";
 import type { ListedChannel, Message, ReadState } from "../types";
@@ -32,12 +33,17 @@ class ReadStates {
   /** Whether the tab is seen: nothing is read while it is hidden. */
   visible = $state(typeof document === "undefined" || document.visibilityState === "visible");
   /** Whether the person takes part in a thread (set by the messages store, which knows the
-   * threads' roots): a reply there counts as unread. */
-  takesPart: (channelId: string, threadId: string) => boolean = () => false;
+   * threads' roots): a reply there counts as unread. Undefined when the page cannot tell (it
+   * does not hold the root): the server is asked. */
+  takesPart: (channelId: string, threadId: string) => boolean | undefined = () => false;
   /** Per channel, the messages counted live after the marker (id: whether a mention), so that
    * a message told twice (`message`, then `mention`) counts once and reading can uncount it. */
   private known = new Map<string, Map<string, boolean>>();
   private queue = new ReadQueue((channelId, messageId) => this.post(channelId, messageId));
+  /** Channels with a reply the page could not judge, asked of the server together. */
+  private recount = new Recount((channelIds) => this.ask(channelIds));
+  /** Moves on at logout, so that an answer asked for before it is not applied after. */
+  private generation = 0;
 
   constructor() {
     socket.on((event) => {
@@ -118,6 +124,7 @@ class ReadStates {
     delete this.states[channelId];
     this.known.delete(channelId);
     this.queue.drop(channelId);
+    this.recount.drop(channelId);
   }
 
   /** The server's state of a channel (an answer, `read_updated`): markers never move back. */
@@ -136,8 +143,26 @@ class ReadStates {
   }
 
   private arrived(m: Message): void {
-    const how = counted(m, session.user?.id, (threadId) => this.takesPart(m.channelId, threadId));
-    if (how) this.count(m.channelId, m.id, how.mention);
+    const how = judged(m, session.user?.id, (threadId) => this.takesPart(m.channelId, threadId));
+    if (how === "unsure") {
+      // A reply in a thread whose root the page does not hold (an old thread, a channel not
+      // open): the server's counts say whether it counts, asked once for all such replies.
+      const state = this.states[m.channelId];
+      if (state && after(m.id, state.lastReadId)) this.recount.add(m.channelId);
+    } else if (how) this.count(m.channelId, m.id, how.mention);
+  }
+
+  /** The server's counts of channels the page could not keep: each replaces the page's where
+   * its marker is not behind the page's own (a read not posted yet stays; its post's answer
+   * brings the counts). */
+  private async ask(channelIds: ReadonlySet<string>): Promise<void> {
+    const generation = this.generation;
+    const list = await api.channels();
+    if (generation !== this.generation) return;
+    for (const c of list) {
+      if (!channelIds.has(c.id)) continue;
+      this.apply(c.id, { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount });
+    }
   }
 
   /** A message that counts arrived: once, and only after the marker. */
@@ -147,6 +172,8 @@ class ReadStates {
     let known = this.known.get(channelId);
     if (!known) this.known.set(channelId, (known = new Map()));
     const was = known.get(messageId);
+    // An answer on its way for this channel may or may not hold this message: ask again after.
+    if (was === undefined && this.recount.inFlight(channelId)) this.recount.add(channelId);
     if (was === undefined) {
       known.set(messageId, mention);
       state.unreadCount += 1;
@@ -171,7 +198,7 @@ class ReadStates {
     const me = session.user?.id;
     for (const item of items) {
       if (!after(item.id, state.lastReadId) || item.id > messageId || known.has(item.id)) continue;
-      const how = counted(item, me, (threadId) => this.takesPart(channelId, threadId));
+      const how = counted(item, me, (threadId) => this.takesPart(channelId, threadId) ?? false);
       if (how) known.set(item.id, how.mention);
     }
     this.states[channelId] = readUpTo(state, messageId, known);
@@ -208,6 +235,8 @@ class ReadStates {
 
   reset(): void {
     this.queue.drop();
+    this.recount.drop();
+    this.generation += 1;
     this.states = {};
     this.visit = null;
     this.known.clear();
