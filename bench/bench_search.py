@@ -21,6 +21,7 @@ guest who reads 5 channels. Each set is run for both orders (relevance, recent).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import random
@@ -34,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine, create_engine, insert, text
 
 from palaver.search.base import MessageSearch, Viewer
@@ -259,31 +261,52 @@ def engines(kind: str, folder: Path) -> Iterator[tuple[str, MessageSearch]]:
     if kind == "sqlite":
         yield f"sqlite+aiosqlite:///{folder / 'bench.db'}", SqliteMessageSearch()
         return
-    from tests.pg_server import PgServer
+    import pgserver
 
-    server = PgServer()
+    # Stopped, not deleted, at the end: a kept folder is started again by the next run.
+    server: Any = pgserver.get_server(folder / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
     try:
-        yield server.new_database("bench"), PostgresMessageSearch()
+        url: str = server.get_uri("bench")
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'bench'").fetchone():
+                conn.execute("CREATE DATABASE bench")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield url, PostgresMessageSearch()
     finally:
-        server.stop()
+        server.cleanup()
 
 
-def run(kind: str, total: int, seed: int) -> dict[str, Any]:
+def run(kind: str, total: int, seed: int, keep: Path | None) -> dict[str, Any]:
     rng = random.Random(seed)
     chain = Chain(corpus_text(), rng)
-    with tempfile.TemporaryDirectory() as folder:
-        for url, adapter in engines(kind, Path(folder)):
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            folder = keep
+            folder.mkdir(parents=True, exist_ok=True)
+        filled = folder / f"filled-{kind}-{total}-{seed}.json"
+        for url, adapter in engines(kind, folder):
             migrate.upgrade(url)
             engine = create_engine(sync_url(url))
             if kind == "sqlite":
                 with engine.connect() as conn:
                     conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-            print(f"filling {total:,} messages on {kind}", flush=True)
-            built = fill(engine, total, rng, chain)
-            if kind == "postgresql":
-                with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                    conn.execute(text("VACUUM ANALYZE"))
-            sets = query_sets(chain, random.Random(seed + 1))
+            if filled.exists():
+                # The query sets come from the run that filled it: the chain's draws there
+                # decide them.
+                print(f"reusing the {total:,} messages filled in {folder}", flush=True)
+                kept = json.loads(filled.read_text())
+                built, sets = kept["built"], kept["sets"]
+            else:
+                print(f"filling {total:,} messages on {kind}", flush=True)
+                built = fill(engine, total, rng, chain)
+                if kind == "postgresql":
+                    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                        conn.execute(text("VACUUM ANALYZE"))
+                sets = query_sets(chain, random.Random(seed + 1))
+                filled.write_text(json.dumps({"built": built, "sets": sets}))
             owner = Viewer("user_owner", reads_everything=True)
             guest = Viewer("user_guest", reads_everything=False)
             results: dict[str, Any] = {}
@@ -294,7 +317,7 @@ def run(kind: str, total: int, seed: int) -> dict[str, Any]:
                     print(f"  {name}/{sort}: {results[f'{name}/{sort}']}", flush=True)
                 results[f"guest_words/{sort}"] = timed(engine, adapter, sets["words"], guest, sort)
                 print(f"  guest_words/{sort}: {results[f'guest_words/{sort}']}", flush=True)
-            erased = erasure(url, engine) if kind == "sqlite" else None
+            erased = erasure(url, engine) if kind == "sqlite" and keep is None else None
             engine.dispose()
             return {"engine": kind, **built, "results": results, "erasure": erased}
     raise AssertionError("no engine")
@@ -360,8 +383,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a folder that keeps the filled database: a later run with the same figures "
+        "queries it again instead of filling (the erasure, which deletes, is then left out)",
+    )
     args = parser.parse_args()
-    report = run(args.engine, args.messages, args.seed)
+    report = run(args.engine, args.messages, args.seed, args.keep)
     import platform
 
     report["when"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

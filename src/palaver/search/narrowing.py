@@ -18,30 +18,33 @@ INDEXED_TYPES = ("text", "image", "file")
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "bmp")
 
 
-def narrowing(query: Query, viewer: Viewer) -> list[ColumnElement[bool]]:
+def narrowing(conn: Connection, query: Query, viewer: Viewer) -> list[ColumnElement[bool]]:
     """The conditions every search holds to: not deleted, a kind people read, a channel the
-    viewer reads (filtered in the query itself), and the query's operators."""
+    viewer reads (filtered in the query itself), and the query's operators.
+
+    Names (`from:`, `in:`) and the viewer's channels are read first, in the search's own
+    transaction, and go into the search as lists of ids: a planner then weighs them by the
+    columns' statistics. As subqueries, PostgreSQL took `from:@Name word` for a common author
+    and walked the whole table backwards when the word was rare (0.4 s at 1,000,000)."""
     m = messages.c
     conditions: list[ColumnElement[bool]] = [m.deleted_at.is_(None), m.type.in_(INDEXED_TYPES)]
     if not viewer.reads_everything:
-        conditions.append(
-            m.channel_id.in_(
-                select(channel_members.c.channel_id).where(
-                    channel_members.c.user_id == viewer.user_id
-                )
-            )
+        member_of = select(channel_members.c.channel_id).where(
+            channel_members.c.user_id == viewer.user_id
         )
+        conditions.append(m.channel_id.in_(list(conn.execute(member_of).scalars())))
     if query.channels:
         names = [name.lower() for name in query.channels]
-        conditions.append(
-            m.channel_id.in_(select(channels.c.id).where(func.lower(channels.c.name).in_(names)))
-        )
+        named = select(channels.c.id).where(func.lower(channels.c.name).in_(names))
+        conditions.append(m.channel_id.in_(list(conn.execute(named).scalars())))
     if query.authors:
         names = [name.lower() for name in query.authors]
+        people = select(users.c.id).where(func.lower(users.c.name).in_(names))
+        bots = select(agents.c.id).where(func.lower(agents.c.name).in_(names))
         conditions.append(
             or_(
-                m.user_id.in_(select(users.c.id).where(func.lower(users.c.name).in_(names))),
-                m.agent_id.in_(select(agents.c.id).where(func.lower(agents.c.name).in_(names))),
+                m.user_id.in_(list(conn.execute(people).scalars())),
+                m.agent_id.in_(list(conn.execute(bots).scalars())),
             )
         )
     uploads = m.content.like("%/uploads/%")

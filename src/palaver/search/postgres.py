@@ -67,7 +67,9 @@ class PostgresMessageSearch:
         query_text: str,
     ) -> Found:
         position = decode_cursor(cursor, query_text, sort)
-        found = select(messages.c.id).where(*narrowing(query, viewer), *_matches(query))
+        found = select(messages.c.id).where(*narrowing(conn, query, viewer), *_matches(query))
+        if query.required and (query.before is not None or query.has):
+            conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
         if sort == "relevance" and query.required:
             candidates = (
                 found.add_columns(func.ts_rank(TSV, _tsquery(query.required, "&&")).label("score"))
@@ -91,6 +93,7 @@ class PostgresMessageSearch:
             )
             following = Position(key=ids[limit - 1]) if len(ids) > limit else None
         ids = ids[:limit]
+        conn.exec_driver_sql("RESET enable_indexscan")
         snippets = _headlines(conn, query, ids)
         loaded = with_channels(conn, ids)
         hits = []

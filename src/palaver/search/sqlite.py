@@ -75,7 +75,7 @@ class SqliteMessageSearch:
         query_text: str,
     ) -> Found:
         position = decode_cursor(cursor, query_text, sort)
-        conditions = narrowing(query, viewer)
+        conditions = narrowing(conn, query, viewer)
         match = match_text(query)
         if match is None:
             rowid = _MESSAGE_ROWID
