@@ -281,12 +281,12 @@ def run(kind: str, total: int, seed: int, keep: Path | None) -> dict[str, Any]:
     rng = random.Random(seed)
     chain = Chain(corpus_text(), rng)
     with contextlib.ExitStack() as stack:
-        if keep is None:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        else:
-            folder = keep
-            folder.mkdir(parents=True, exist_ok=True)
-        filled = folder / f"filled-{kind}-{total}-{seed}.json"
+        base = keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        folder = base / f"{kind}-{total}-{seed}"
+        filled = folder / "filled.json"
+        if folder.exists() and not filled.exists():
+            raise SystemExit(f"{folder} holds a fill that did not finish: remove it first")
+        folder.mkdir(parents=True, exist_ok=True)
         for url, adapter in engines(kind, folder):
             migrate.upgrade(url)
             engine = create_engine(sync_url(url))
