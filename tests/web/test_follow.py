@@ -370,8 +370,10 @@ def test_a_reply_in_an_old_thread_of_the_person_counts_live_whose_root_the_page_
         assert state_of(guest.api, room["id"])["unreadCount"] == 1
 
         # Several at once are asked for together; a mention among them counts once.
-        for i in range(3):
+        more = [
             post(web_owner, room["id"], f"more on your question {i}", threadId=mine)
+            for i in range(3)
+        ]
         post(web_owner, room["id"], f"@{guest.user['name']} see above", threadId=mine)
         post(web_owner, room["id"], "still not your thread", threadId=theirs)
         expect(badge(page, room["name"])).to_have_text(unread(5), timeout=5_000)
@@ -381,6 +383,21 @@ def test_a_reply_in_an_old_thread_of_the_person_counts_live_whose_root_the_page_
         assert state_of(guest.api, room["id"])["unreadCount"] == 5
         asked = len([u for u in urls if u.endswith("/api/channels")]) - asked_before
         assert 1 <= asked <= 4, asked  # never one per reply
+
+        # An edit naming the guest in one of those replies is a mention: it counts as one, not
+        # as one more unread message (the server's answer already holds the reply).
+        web_owner.ok(
+            "PATCH",
+            f"/api/messages/{more[0]}",
+            json={"content": f"@{guest.user['name']} more on your question 0"},
+        )
+        expect(mention_badge(page, room["name"])).to_have_text(
+            re.compile(r"^@2\s*mentions?$"), timeout=5_000
+        )
+        page.wait_for_timeout(2_500)
+        expect(badge(page, room["name"])).to_have_text(unread(5))
+        state = state_of(guest.api, room["id"])
+        assert (state["unreadCount"], state["mentionCount"]) == (5, 2)
 
         # Open, with the root far above the loaded page: the same.
         page.get_by_role("link", name=re.compile(re.escape(scrolled["name"]))).click()

@@ -67,4 +67,16 @@ describe("Recount", () => {
     await vi.advanceTimersByTimeAsync(1000);
     expect(ask).toHaveBeenCalledTimes(2);
   });
+
+  it("waits a random part of `jitter` more, never less than `delay`", async () => {
+    const random = vi.spyOn(Math, "random").mockReturnValue(0.5);
+    const ask = vi.fn().mockResolvedValue(undefined);
+    const recount = new Recount(ask, 1000, 1000);
+    recount.add("ch_a");
+    await vi.advanceTimersByTimeAsync(1499);
+    expect(ask).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(ask).toHaveBeenCalledTimes(1);
+    random.mockRestore();
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * Channels whose counts the page cannot keep by itself (a reply in a thread whose root it does
  * not hold), asked of the server together: one request for every channel named within `delay`
- * ms of the first, never one per message or per channel. One request is in flight at a time;
+ * ms of the first (and up to `jitter` ms more, so that the pages of everyone in a busy channel
+ * do not all ask at the same moment), never one per message or per channel. One request is in flight at a time;
  * a channel named meanwhile waits for the next, since the answer on its way may predate it.
  */
 export type Ask = (channelIds: ReadonlySet<string>) => Promise<void>;
@@ -13,7 +14,8 @@ export class Recount {
 
   constructor(
     private ask: Ask,
-    private delay = 400,
+    private delay = 1000,
+    private jitter = 0,
   ) {}
 
   /** The channel's counts need the server's answer. */
@@ -30,7 +32,7 @@ export class Recount {
 
   private schedule(): void {
     if (this.timer !== undefined || this.asking !== null || this.waiting.size === 0) return;
-    this.timer = setTimeout(() => void this.run(), this.delay);
+    this.timer = setTimeout(() => void this.run(), this.delay + Math.random() * this.jitter);
   }
 
   private async run(): Promise<void> {

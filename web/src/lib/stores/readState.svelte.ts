@@ -41,7 +41,11 @@ class ReadStates {
   private known = new Map<string, Map<string, boolean>>();
   private queue = new ReadQueue((channelId, messageId) => this.post(channelId, messageId));
   /** Channels with a reply the page could not judge, asked of the server together. */
-  private recount = new Recount((channelIds) => this.ask(channelIds));
+  private recount = new Recount((channelIds) => this.ask(channelIds), 1000, 1000);
+  /** Per channel, the replies after the marker the page could not judge: the server's answer
+   * counts them, so a later `mention` of one (an edit naming the person) is asked again, not
+   * added to a count that may hold it already. */
+  private unsure = new Map<string, Set<string>>();
   /** Moves on at logout, so that an answer asked for before it is not applied after. */
   private generation = 0;
 
@@ -123,6 +127,7 @@ class ReadStates {
   drop(channelId: string): void {
     delete this.states[channelId];
     this.known.delete(channelId);
+    this.unsure.delete(channelId);
     this.queue.drop(channelId);
     this.recount.drop(channelId);
   }
@@ -140,6 +145,10 @@ class ReadStates {
     if (known && state.lastReadId !== null) {
       for (const id of known.keys()) if (id <= state.lastReadId) known.delete(id);
     }
+    const unsure = this.unsure.get(channelId);
+    if (unsure && state.lastReadId !== null) {
+      for (const id of unsure) if (id <= state.lastReadId) unsure.delete(id);
+    }
   }
 
   private arrived(m: Message): void {
@@ -148,7 +157,12 @@ class ReadStates {
       // A reply in a thread whose root the page does not hold (an old thread, a channel not
       // open): the server's counts say whether it counts, asked once for all such replies.
       const state = this.states[m.channelId];
-      if (state && after(m.id, state.lastReadId)) this.recount.add(m.channelId);
+      if (state && after(m.id, state.lastReadId)) {
+        let ids = this.unsure.get(m.channelId);
+        if (!ids) this.unsure.set(m.channelId, (ids = new Set()));
+        ids.add(m.id);
+        this.recount.add(m.channelId);
+      }
     } else if (how) this.count(m.channelId, m.id, how.mention);
   }
 
@@ -172,6 +186,10 @@ class ReadStates {
     let known = this.known.get(channelId);
     if (!known) this.known.set(channelId, (known = new Map()));
     const was = known.get(messageId);
+    if (was === undefined && this.unsure.get(channelId)?.has(messageId)) {
+      this.recount.add(channelId);
+      return;
+    }
     // An answer on its way for this channel may or may not hold this message: ask again after.
     if (was === undefined && this.recount.inFlight(channelId)) this.recount.add(channelId);
     if (was === undefined) {
@@ -240,6 +258,7 @@ class ReadStates {
     this.states = {};
     this.visit = null;
     this.known.clear();
+    this.unsure.clear();
   }
 }
 
