@@ -68,6 +68,9 @@ export class Feed {
   /** The timeline's count of pages forward seen: their rows are not "new messages". */
   private pagedNewer = 0;
   private flashTimer = 0;
+  /** The last segments handed out, by key: a row whose item and place are unchanged gets the
+   * same object again, so the list's keyed each sees no change and the row updates nothing. */
+  private lastSegments = new Map<string, Segment>();
   readonly rowObserver: ResizeObserver;
 
   constructor(timeline: Timeline) {
@@ -288,15 +291,29 @@ export class Feed {
     }
     pinned.sort((a, b) => a - b);
     let from = 0;
+    const last = this.lastSegments;
+    const next = new Map<string, Segment>();
+    const push = (segment: Segment) => {
+      const was = last.get(segment.key);
+      const same =
+        was !== undefined &&
+        ("item" in segment
+          ? "item" in was && was.item === segment.item && was.index === segment.index
+          : "from" in was && was.from === segment.from && was.to === segment.to);
+      const kept = same ? was : segment;
+      next.set(kept.key, kept);
+      out.push(kept);
+    };
     const row = (index: number) => {
-      if (index > from) out.push({ key: `gap:${out.length}`, from, to: index });
-      out.push({ key: list[index].id, item: list[index], index });
+      if (index > from) push({ key: `gap:${out.length}`, from, to: index });
+      push({ key: list[index].id, item: list[index], index });
       from = index + 1;
     };
     for (const i of pinned) if (i < start) row(i);
     for (let i = start; i < Math.min(end, list.length); i++) row(i);
     for (const i of pinned) if (i >= end) row(i);
-    out.push({ key: "gap:end", from, to: list.length });
+    push({ key: "gap:end", from, to: list.length });
+    this.lastSegments = next;
     return out;
   }
 

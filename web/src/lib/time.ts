@@ -14,8 +14,19 @@ const dayYearFormat = new Intl.DateTimeFormat(undefined, {
 });
 const fullFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "medium" });
 
+/** Hours and minutes are all a clock time shows: one formatting per minute of the day, not one
+ * per message (`Intl` formatting costs about as much as the rest of a message row). */
+const clocks = new Map<number, string>();
+
 export function clock(iso: string): string {
-  return timeFormat.format(new Date(iso));
+  const d = new Date(iso);
+  const minute = d.getHours() * 60 + d.getMinutes();
+  let text = clocks.get(minute);
+  if (text === undefined) {
+    text = timeFormat.format(d);
+    clocks.set(minute, text);
+  }
+  return text;
 }
 
 export function full(iso: string): string {
