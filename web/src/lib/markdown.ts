@@ -122,6 +122,12 @@ export function cachedCount(): number {
   return cache.size;
 }
 
+/** One line of plain text: what `renderMarkdown` makes of it is one paragraph of that very
+ * text, which a component can render as a text node instead of parsing HTML. */
+export function isPlainLine(source: string): boolean {
+  return !/[\r\n]/.test(source) && isPlain(source);
+}
+
 /** No Markdown syntax, no numbered list, nothing GFM would turn into a link. */
 function isPlain(source: string): boolean {
   return PLAIN.test(source) && !/^\s*\d+[.)]\s|www\.|\S@\S+\.\S/im.test(source);
