@@ -27,6 +27,10 @@ const NEAR = 750;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
+/** A scroll faster than this (px/ms) is a flick: the rows stop taking the pointer until... */
+const FAST = 2;
+/** ...this long after its last scroll event. */
+const SETTLE_MS = 150;
 /** How much of a row must be in view for it to count as seen. */
 const MIN_SEEN = 24;
 
@@ -68,6 +72,8 @@ export class Feed {
   /** The timeline's count of pages forward seen: their rows are not "new messages". */
   private pagedNewer = 0;
   private flashTimer = 0;
+  private settleTimer = 0;
+  private flicking = false;
   /** The last segments handed out, by key: a row whose item and place are unchanged gets the
    * same object again, so the list's keyed each sees no change and the row updates nothing. */
   private lastSegments = new Map<string, Segment>();
@@ -135,6 +141,7 @@ export class Feed {
     last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
     last.top = top;
     last.time = now;
+    this.flick(last.speed);
     // Only the reader scrolling up lets go of the bottom: the page's own moves go down. The
     // bottom of a window far back (detached) is not the live end: nothing sticks there.
     if (this.atBottom() && this.timeline.live) this.stuck = true;
@@ -145,6 +152,22 @@ export class Feed {
     this.remember();
     this.prefetch(top);
   };
+
+  /** During a fast scroll the rows take no pointer (a class on the content): rows passing under
+   * a still pointer would each restyle for hover (read back, forced, by the next scroll event)
+   * and each be "reached" and build its actions. Hover and clicks are back once it settles. */
+  private flick(speed: number) {
+    if (!this.flicking && speed <= FAST) return;
+    if (!this.flicking) {
+      this.flicking = true;
+      this.content.classList.add("scrolling");
+    }
+    clearTimeout(this.settleTimer);
+    this.settleTimer = window.setTimeout(() => {
+      this.flicking = false;
+      this.content.classList.remove("scrolling");
+    }, SETTLE_MS);
+  }
 
   /** Older pages are asked for well before the edge, and larger when the reader flicks; in a
    * detached window, newer pages likewise before its bottom edge. */
@@ -248,6 +271,7 @@ export class Feed {
     return () => {
       resize.disconnect();
       this.rowObserver.disconnect();
+      clearTimeout(this.settleTimer);
     };
   }
 
