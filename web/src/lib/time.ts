@@ -33,10 +33,19 @@ export function full(iso: string): string {
   return fullFormat.format(new Date(iso));
 }
 
+/** Each row asks for its own day and its previous row's: the last few answers are kept. */
+const dayKeys = new Map<string, string>();
+
 /** A key that changes at local midnight: two messages on one day share it. */
 export function dayKey(iso: string): string {
-  const d = new Date(iso);
-  return `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
+  let key = dayKeys.get(iso);
+  if (key === undefined) {
+    const d = new Date(iso);
+    key = `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
+    if (dayKeys.size >= 512) dayKeys.clear();
+    dayKeys.set(iso, key);
+  }
+  return key;
 }
 
 export function dayLabel(iso: string, now = new Date()): string {
