@@ -15,7 +15,7 @@
 import { tick } from "svelte";
 import { Offsets } from "./offsets";
 import { lowerBound, type Item, type Timeline } from "./stores/messages.svelte";
-import { EMPTY, cut, nextRange, type Range } from "./window";
+import { EMPTY, cut, grow, nextRange, type Range } from "./window";
 
 /** The height of a row never rendered, until some are: then their average. */
 const FIRST_ESTIMATE = 72;
@@ -24,6 +24,11 @@ const FAR = 1000;
 /** ...and re-cut only once less than this is left on a side: more than a wheel step or a
  * flick's frame moves, so the view rarely lands in a gap. */
 const NEAR = 750;
+/** A re-cut adds at most this much (px) of rows on a side at once, the rest a task later: a
+ * flick's rows are made in two or three goes, not in one frame. Never less than the viewport
+ * and SAFE px beyond it. */
+const GROW = 250;
+const SAFE = 250;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
@@ -73,6 +78,7 @@ export class Feed {
   private pagedNewer = 0;
   private flashTimer = 0;
   private settleTimer = 0;
+  private growTimer = 0;
   private flicking = false;
   /** The last segments handed out, by key: a row whose item and place are unchanged gets the
    * same object again, so the list's keyed each sees no change and the row updates nothing. */
@@ -119,8 +125,17 @@ export class Feed {
   }
 
   private updateRange(top: number) {
-    const next = nextRange(this.offsets, this.range, top - this.origin, this.viewport, NEAR, FAR);
-    if (next !== this.range) this.range = next;
+    const y = top - this.origin;
+    const next = nextRange(this.offsets, this.range, y, this.viewport, NEAR, FAR);
+    if (next === this.range) return;
+    const grown = grow(this.offsets, this.range, next, y, this.viewport, SAFE, GROW);
+    this.range = grown;
+    if (grown !== next && !this.growTimer) {
+      this.growTimer = window.setTimeout(() => {
+        this.growTimer = 0;
+        this.updateRange(this.known);
+      }, 0);
+    }
   }
 
   private toBottom() {
@@ -272,6 +287,7 @@ export class Feed {
       resize.disconnect();
       this.rowObserver.disconnect();
       clearTimeout(this.settleTimer);
+      clearTimeout(this.growTimer);
     };
   }
 
