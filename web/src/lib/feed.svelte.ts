@@ -24,11 +24,12 @@ const FAR = 1000;
 /** ...and re-cut only once less than this is left on a side: more than a wheel step or a
  * flick's frame moves, so the view rarely lands in a gap. */
 const NEAR = 750;
-/** A re-cut adds at most this much (px) of rows on a side at once, the rest a task later: a
- * flick's rows are made in two or three goes, not in one frame. Never less than the viewport
- * and SAFE px beyond it. */
+/** A re-cut adds at most this much (px) of rows in a frame's time (FRAME_MS), the rest a task
+ * later: a flick's rows are made over two or three frames, not in one. Never less than the
+ * viewport and SAFE px beyond it. */
 const GROW = 250;
 const SAFE = 250;
+const FRAME_MS = 16;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
@@ -79,6 +80,7 @@ export class Feed {
   private flashTimer = 0;
   private settleTimer = 0;
   private growTimer = 0;
+  private growBudget = { since: -Infinity, left: GROW };
   private flicking = false;
   /** The last segments handed out, by key: a row whose item and place are unchanged gets the
    * same object again, so the list's keyed each sees no change and the row updates nothing. */
@@ -128,13 +130,30 @@ export class Feed {
     const y = top - this.origin;
     const next = nextRange(this.offsets, this.range, y, this.viewport, NEAR, FAR);
     if (next === this.range) return;
-    const grown = grow(this.offsets, this.range, next, y, this.viewport, SAFE, GROW);
+    // GROW px of rows a frame's time, whatever asks (a scroll event, the row measurements of
+    // the same frame, the task finishing a re-cut): only what the view needs goes beyond it.
+    const now = performance.now();
+    const budget = this.growBudget;
+    if (now - budget.since >= FRAME_MS) {
+      budget.since = now;
+      budget.left = GROW;
+    }
+    const current = this.range;
+    const grown = grow(this.offsets, current, next, y, this.viewport, SAFE, budget.left);
+    const o = this.offsets;
+    const added =
+      Math.max(0, o.top(Math.min(current.start, grown.end)) - o.top(grown.start)) +
+      Math.max(0, o.top(grown.end) - o.top(Math.max(current.end, grown.start)));
+    budget.left = Math.max(0, budget.left - added);
     this.range = grown;
     if (grown !== next && !this.growTimer) {
-      this.growTimer = window.setTimeout(() => {
-        this.growTimer = 0;
-        this.updateRange(this.known);
-      }, 0);
+      this.growTimer = window.setTimeout(
+        () => {
+          this.growTimer = 0;
+          this.updateRange(this.known);
+        },
+        Math.max(0, FRAME_MS - (now - budget.since)),
+      );
     }
   }
 
