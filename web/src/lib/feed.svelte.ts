@@ -80,6 +80,8 @@ export class Feed {
   private flashTimer = 0;
   private settleTimer = 0;
   private growTimer = 0;
+  /** The part of a correction (px) that rounding to the scroll position's pixels left out. */
+  private shiftRest = 0;
   private growBudget = { since: -Infinity, left: GROW };
   private flicking = false;
   /** The last segments handed out, by key: a row whose item and place are unchanged gets the
@@ -278,9 +280,15 @@ export class Feed {
     if (this.stuck) {
       this.keepBottom();
     } else if (above) {
-      // A row above the anchor grew or shrank: the view moves with it, relatively.
-      this.scroller.scrollBy({ top: above, behavior: "instant" });
+      // A row above the anchor grew or shrank: the view moves with it, relatively. The scroll
+      // position is kept in whole pixels: what rounding left out is carried to the next move,
+      // or rows measured a few at a time would drift the view by a pixel each time.
+      const want = above + this.shiftRest;
+      const from = this.scroller.scrollTop;
+      this.scroller.scrollBy({ top: want, behavior: "instant" });
       this.known = this.scroller.scrollTop;
+      const rest = want - (this.known - from);
+      this.shiftRest = Math.abs(rest) < 1 ? rest : 0;
     }
     this.updateRange(this.known);
   }
