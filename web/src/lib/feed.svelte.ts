@@ -15,7 +15,7 @@
 import { tick } from "svelte";
 import { Offsets } from "./offsets";
 import { lowerBound, type Item, type Timeline } from "./stores/messages.svelte";
-import { EMPTY, cut, nextRange, type Range } from "./window";
+import { EMPTY, cut, grow, nextRange, type Range } from "./window";
 
 /** The height of a row never rendered, until some are: then their average. */
 const FIRST_ESTIMATE = 72;
@@ -24,9 +24,19 @@ const FAR = 1000;
 /** ...and re-cut only once less than this is left on a side: more than a wheel step or a
  * flick's frame moves, so the view rarely lands in a gap. */
 const NEAR = 750;
+/** A re-cut adds at most this much (px) of rows in a frame's time (FRAME_MS), the rest a task
+ * later: a flick's rows are made over two or three frames, not in one. Never less than the
+ * viewport and SAFE px beyond it. */
+const GROW = 250;
+const SAFE = 250;
+const FRAME_MS = 16;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
+/** A scroll faster than this (px/ms) is a flick: the rows stop taking the pointer until... */
+const FAST = 2;
+/** ...this long after its last scroll event. */
+const SETTLE_MS = 150;
 /** How much of a row must be in view for it to count as seen. */
 const MIN_SEEN = 24;
 
@@ -68,6 +78,15 @@ export class Feed {
   /** The timeline's count of pages forward seen: their rows are not "new messages". */
   private pagedNewer = 0;
   private flashTimer = 0;
+  private settleTimer = 0;
+  private growTimer = 0;
+  /** The part of a correction (px) that rounding to the scroll position's pixels left out. */
+  private shiftRest = 0;
+  private growBudget = { since: -Infinity, left: GROW };
+  private flicking = false;
+  /** The last segments handed out, by key: a row whose item and place are unchanged gets the
+   * same object again, so the list's keyed each sees no change and the row updates nothing. */
+  private lastSegments = new Map<string, Segment>();
   readonly rowObserver: ResizeObserver;
 
   constructor(timeline: Timeline) {
@@ -110,8 +129,34 @@ export class Feed {
   }
 
   private updateRange(top: number) {
-    const next = nextRange(this.offsets, this.range, top - this.origin, this.viewport, NEAR, FAR);
-    if (next !== this.range) this.range = next;
+    const y = top - this.origin;
+    const next = nextRange(this.offsets, this.range, y, this.viewport, NEAR, FAR);
+    if (next === this.range) return;
+    // GROW px of rows a frame's time, whatever asks (a scroll event, the row measurements of
+    // the same frame, the task finishing a re-cut): only what the view needs goes beyond it.
+    const now = performance.now();
+    const budget = this.growBudget;
+    if (now - budget.since >= FRAME_MS) {
+      budget.since = now;
+      budget.left = GROW;
+    }
+    const current = this.range;
+    const grown = grow(this.offsets, current, next, y, this.viewport, SAFE, budget.left);
+    const o = this.offsets;
+    const added =
+      Math.max(0, o.top(Math.min(current.start, grown.end)) - o.top(grown.start)) +
+      Math.max(0, o.top(grown.end) - o.top(Math.max(current.end, grown.start)));
+    budget.left = Math.max(0, budget.left - added);
+    this.range = grown;
+    if (grown !== next && !this.growTimer) {
+      this.growTimer = window.setTimeout(
+        () => {
+          this.growTimer = 0;
+          this.updateRange(this.known);
+        },
+        Math.max(0, FRAME_MS - (now - budget.since)),
+      );
+    }
   }
 
   private toBottom() {
@@ -132,6 +177,7 @@ export class Feed {
     last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
     last.top = top;
     last.time = now;
+    this.flick(last.speed);
     // Only the reader scrolling up lets go of the bottom: the page's own moves go down. The
     // bottom of a window far back (detached) is not the live end: nothing sticks there.
     if (this.atBottom() && this.timeline.live) this.stuck = true;
@@ -142,6 +188,22 @@ export class Feed {
     this.remember();
     this.prefetch(top);
   };
+
+  /** During a fast scroll the rows take no pointer (a class on the content): rows passing under
+   * a still pointer would each restyle for hover (read back, forced, by the next scroll event)
+   * and each be "reached" and build its actions. Hover and clicks are back once it settles. */
+  private flick(speed: number) {
+    if (!this.flicking && speed <= FAST) return;
+    if (!this.flicking) {
+      this.flicking = true;
+      this.content.classList.add("scrolling");
+    }
+    clearTimeout(this.settleTimer);
+    this.settleTimer = window.setTimeout(() => {
+      this.flicking = false;
+      this.content.classList.remove("scrolling");
+    }, SETTLE_MS);
+  }
 
   /** Older pages are asked for well before the edge, and larger when the reader flicks; in a
    * detached window, newer pages likewise before its bottom edge. */
@@ -218,9 +280,15 @@ export class Feed {
     if (this.stuck) {
       this.keepBottom();
     } else if (above) {
-      // A row above the anchor grew or shrank: the view moves with it, relatively.
-      this.scroller.scrollBy({ top: above, behavior: "instant" });
+      // A row above the anchor grew or shrank: the view moves with it, relatively. The scroll
+      // position is kept in whole pixels: what rounding left out is carried to the next move,
+      // or rows measured a few at a time would drift the view by a pixel each time.
+      const want = above + this.shiftRest;
+      const from = this.scroller.scrollTop;
+      this.scroller.scrollBy({ top: want, behavior: "instant" });
       this.known = this.scroller.scrollTop;
+      const rest = want - (this.known - from);
+      this.shiftRest = Math.abs(rest) < 1 ? rest : 0;
     }
     this.updateRange(this.known);
   }
@@ -245,6 +313,8 @@ export class Feed {
     return () => {
       resize.disconnect();
       this.rowObserver.disconnect();
+      clearTimeout(this.settleTimer);
+      clearTimeout(this.growTimer);
     };
   }
 
@@ -288,15 +358,29 @@ export class Feed {
     }
     pinned.sort((a, b) => a - b);
     let from = 0;
+    const last = this.lastSegments;
+    const next = new Map<string, Segment>();
+    const push = (segment: Segment) => {
+      const was = last.get(segment.key);
+      const same =
+        was !== undefined &&
+        ("item" in segment
+          ? "item" in was && was.item === segment.item && was.index === segment.index
+          : "from" in was && was.from === segment.from && was.to === segment.to);
+      const kept = same ? was : segment;
+      next.set(kept.key, kept);
+      out.push(kept);
+    };
     const row = (index: number) => {
-      if (index > from) out.push({ key: `gap:${out.length}`, from, to: index });
-      out.push({ key: list[index].id, item: list[index], index });
+      if (index > from) push({ key: `gap:${out.length}`, from, to: index });
+      push({ key: list[index].id, item: list[index], index });
       from = index + 1;
     };
     for (const i of pinned) if (i < start) row(i);
     for (let i = start; i < Math.min(end, list.length); i++) row(i);
     for (const i of pinned) if (i >= end) row(i);
-    out.push({ key: "gap:end", from, to: list.length });
+    push({ key: "gap:end", from, to: list.length });
+    this.lastSegments = next;
     return out;
   }
 

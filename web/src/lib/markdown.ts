@@ -4,6 +4,7 @@
  * its own fetched as the page starts (`loadMarkdown`), so the first load does not wait for it.
  * Until it has come, Markdown shows as its escaped source text, never as unsanitized HTML.
  */
+import { markdownReady } from "./markdownReady.svelte";
 
 /** Text escaped for HTML: `&`, `<`, `>` and both quotes. */
 export function escapeHtml(text: string): string {
@@ -42,7 +43,11 @@ let loading: Promise<Parser> | null = null;
 /** The Markdown parser, fetched once; a failed fetch is tried again on the next call. */
 export function loadMarkdown(): Promise<Parser> {
   loading ??= import("./markdownParser").then(
-    (m) => (parser = m),
+    (m) => {
+      parser = m;
+      markdownReady.loaded = true;
+      return m;
+    },
     (error: unknown) => {
       loading = null;
       throw error;
@@ -85,6 +90,12 @@ export function renderMarkdown(source: string, options: { cache?: boolean } = {}
 /** How many rendered texts the cache holds (for tests). */
 export function cachedCount(): number {
   return cache.size;
+}
+
+/** One line of plain text: what `renderMarkdown` makes of it is one paragraph of that very
+ * text, which a component can render as a text node instead of parsing HTML. */
+export function isPlainLine(source: string): boolean {
+  return !/[\r\n]/.test(source) && isPlain(source);
 }
 
 /** No Markdown syntax, no numbered list, nothing GFM would turn into a link. */

@@ -44,3 +44,32 @@ export function nextRange(
   }
   return cut(offsets, top, viewport, far);
 }
+
+/**
+ * `next` (a re-cut of `current`), grown by at most `step` px on each side beyond `current`:
+ * the rows a scroll brings in are then made over several frames, not all in one. Never less
+ * than the viewport and `safe` px on each side, and a range with nothing in common with
+ * `current` (a jump) is `next` itself. Rows leaving are left to `next`.
+ */
+export function grow(
+  offsets: Offsets,
+  current: Range,
+  next: Range,
+  top: number,
+  viewport: number,
+  safe: number,
+  step: number,
+): Range {
+  const n = offsets.length;
+  if (current.end > n || next.start >= current.end || next.end <= current.start) return next;
+  let { start, end } = next;
+  if (start < current.start) {
+    const limit = offsets.indexAt(offsets.top(current.start) - step);
+    start = Math.min(Math.max(start, limit), offsets.indexAt(top - safe));
+  }
+  if (end > current.end) {
+    const limit = offsets.indexAt(offsets.top(current.end) + step);
+    end = Math.max(Math.min(end, limit), Math.min(n, offsets.indexAt(top + viewport + safe) + 1));
+  }
+  return start === next.start && end === next.end ? next : { start, end };
+}
