@@ -3,7 +3,8 @@
 - first load: JavaScript plus CSS the page loads first, gzipped as the server sends it (the
   highlighter, loaded on demand, is counted apart);
 - channel view: from navigation to a logged-in channel of 50 messages until its messages are
-  on screen and the composer takes input (median of several loads);
+  on screen and the composer takes input, in the page's own clock (median of several loads;
+  the time Playwright's polling wait sees is kept beside it);
 - a channel of 10,000 messages: opened (until its messages are on screen and the composer takes
   input), then scrolled up to its first message; the most message nodes in the DOM at any
   point, and the frame times while scrolling;
@@ -72,6 +73,22 @@ window.WebSocket = class extends Native {
 """
 
 
+# When the channel is open, in the page's own clock (0 is the navigation's start): the start of
+# the first frame after its messages and the composer are in the document. Playwright's own
+# wait sees it later: it polls at growing intervals (0, 20, 100, 100, 500 ms), which adds up to
+# hundreds of milliseconds that are the benchmark's, not the page's; both are kept.
+OPENED = """
+window.__opened = null;
+new MutationObserver((_, observer) => {
+  if (document.querySelector('[data-testid=message-list][aria-busy=false] article')
+      && document.getElementById('composer-input')) {
+    observer.disconnect();
+    requestAnimationFrame(now => { window.__opened = now; });
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true});
+"""
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -105,36 +122,45 @@ def _login(page: Any, server: Server) -> None:
     page.get_by_role("navigation", name="Channels").wait_for()
 
 
-def _ready(page: Any) -> None:
+def _ready(page: Any) -> float:
+    """Wait for the channel to be open; the page's time for it (`OPENED`), in milliseconds."""
     page.locator("[data-testid=message-list][aria-busy=false] article").first.wait_for()
     page.get_by_role("textbox", name="Message").wait_for()
+    page.wait_for_function("() => window.__opened !== null")
+    return float(page.evaluate("window.__opened"))
 
 
 def channel_view(browser: Any, server: Server, channel_id: str) -> dict[str, Any]:
     context = browser.new_context(base_url=server.base_url)
+    context.add_init_script(OPENED)
     page = context.new_page()
     _login(page, server)
-    times = []
+    times, seen = [], []
     for _ in range(LOADS):
         page.goto("about:blank")
         started = time.perf_counter()
         page.goto(f"/c/{channel_id}")
-        _ready(page)
-        times.append((time.perf_counter() - started) * 1000)
+        times.append(_ready(page))
+        seen.append((time.perf_counter() - started) * 1000)
     context.close()
-    return {"interactive_ms_median": round(statistics.median(times)), "loads": LOADS}
+    return {
+        "interactive_ms_median": round(statistics.median(times)),
+        "playwright_sees_ms_median": round(statistics.median(seen)),
+        "loads": LOADS,
+    }
 
 
 def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any]:
     context = browser.new_context(base_url=server.base_url, viewport={"width": 1280, "height": 800})
     context.add_init_script(PROBE)
+    context.add_init_script(OPENED)
     page = context.new_page()
     _login(page, server)
     page.goto("about:blank")
     opening = time.perf_counter()
     page.goto(f"/c/{channel_id}")
-    _ready(page)
-    open_ms = (time.perf_counter() - opening) * 1000
+    open_ms = _ready(page)
+    seen_ms = (time.perf_counter() - opening) * 1000
     page.wait_for_timeout(300)
     start = page.evaluate("performance.now()")
     most_nodes = 0
@@ -163,6 +189,7 @@ def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any
     return {
         "messages": LONG_CHANNEL,
         "interactive_ms": round(open_ms),
+        "playwright_sees_ms": round(seen_ms),
         "reached_first_message": first_seen,
         "scroll_seconds": round(seconds, 1),
         "wheel_steps": steps,
@@ -340,12 +367,14 @@ def _markdown(r: dict[str, Any]) -> str:
             f"{b['first_load_gzip_kb']} KB (highlighter, on demand: {b['on_demand_gzip_kb']} KB)",
         ),
         (
-            f"channel view interactive after navigation (median of {v['loads']})",
-            f"{v['interactive_ms_median']} ms",
+            f"channel view interactive after navigation (median of {v['loads']}; as "
+            "Playwright's polling wait sees it)",
+            f"{v['interactive_ms_median']} ms ({v['playwright_sees_ms_median']} ms)",
         ),
         (
-            f"channel of {big['messages']:,} messages interactive after navigation",
-            f"{big['interactive_ms']} ms",
+            f"channel of {big['messages']:,} messages interactive after navigation (as "
+            "Playwright's polling wait sees it)",
+            f"{big['interactive_ms']} ms ({big['playwright_sees_ms']} ms)",
         ),
         (
             f"{big['messages']:,} messages scrolled to the first ({big['wheel_px_per_step']} px "

@@ -29,6 +29,7 @@ from bench.bench_web import LONG_CHANNEL, RESULTS, _fill, long_channel
 
 FIGURES = (
     "interactive_ms",
+    "playwright_sees_ms",
     "frame_ms_p50",
     "frame_ms_p95",
     "frame_ms_max",

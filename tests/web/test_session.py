@@ -166,3 +166,31 @@ def test_a_draft_stays_with_its_channel(browse: Browse, web_server: Server, web_
     expect(page.get_by_role("textbox", name="Message")).to_have_value("")
     page.get_by_role("link", name=first["name"]).click()
     expect(page.get_by_role("textbox", name="Message")).to_have_value("half a thought")
+
+
+def test_a_reloaded_channel_shows_from_what_the_page_carried(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    """The first screen's data comes in the page (`api/first_screen.py`): a reload of a channel
+    asks the server for none of it, and then the channel lives on as usual."""
+    room = channel(web_owner, [])
+    for i in range(3):
+        post(web_owner, room["id"], f"carried {i}")
+    page = browse.page()
+    open_channel(page, web_server, room["id"])
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url.split("://", 1)[1].split("/", 1)[1]))
+    page.reload()
+    feed = page.get_by_role("feed")
+    expect(feed.get_by_text("carried 2")).to_be_visible()
+    sidebar = page.get_by_role("navigation", name="Channels")
+    expect(sidebar.get_by_text(room["name"])).to_be_visible()
+    page.get_by_role("textbox", name="Message").fill("after the reload")
+    page.keyboard.press("Enter")
+    expect(feed.get_by_text("after the reload")).to_be_visible()
+    latest = f"api/messages?channelId={room['id']}&limit=50"
+    first = ("api/me", "api/channels", "api/agents", latest)
+    assert not [a for a in asked if a in first], asked
+    # A message posted elsewhere still arrives: the socket took over from the carried page.
+    post(web_owner, room["id"], "from elsewhere")
+    expect(feed.get_by_text("from elsewhere")).to_be_visible()

@@ -3,7 +3,8 @@
 Every GET outside /api, /ws, /uploads and /metrics answers index.html, so a deep link such as
 `/c/<channel>` loads the page and the client's router takes over. The build's file names carry
 a content hash, so they are cached for a year; index.html is `no-cache`, so a new version is
-picked up at the next load. The client's files are read (and gzipped) once at start-up: they
+picked up at the next load (a logged-in person's copy carries the first screen's data and is not
+stored at all: `first_screen.py`). The client's files are read (and gzipped) once at start-up: they
 are a few hundred kilobytes, and the event loop then never touches the disk for them. Swagger
 UI's (2 MB, a tenth of a second to gzip) are read at the first request for the docs, in a worker
 thread, and kept.
@@ -23,6 +24,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from palaver.api.first_screen import personal_page
 from palaver.errors import NotFound, allowed_methods
 
 DIST = Path(__file__).resolve().parent.parent / "web" / "dist"
@@ -164,7 +166,11 @@ def build_router(dist: Path = DIST) -> APIRouter:
         if asset is not None and url_path != "/index.html":
             hashed = url_path.startswith("/assets/")
             return _serve(request, asset, IMMUTABLE if hashed else "public, max-age=3600")
-        return _serve(request, index, "no-cache", page_csp(request.headers.get("host", "")))
+        csp = page_csp(request.headers.get("host", ""))
+        personal = await personal_page(request, index.body, csp)
+        if personal is not None:
+            return personal
+        return _serve(request, index, "no-cache", csp)
 
     return router
 

@@ -76,25 +76,75 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Finish even if the page is left meanwhile (a read marker sent as the page goes). */
   keepalive?: boolean;
+  /** A GET of the first screen: take the answer `preload` asked for, if it is on its way. */
+  early?: boolean;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+function urlOf(path: string, query: Query = {}): URL {
+  const url = new URL(path, location.origin);
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) url.searchParams.set(key, String(value));
+  }
+  return url;
+}
+
+/** Answers to the first screen's GETs, by address, until a request marked `early` takes one:
+ * sent as the page starts (`preload`) or carried in the page (`provide`). Kept a few seconds at
+ * most: one nobody takes (the person went elsewhere) is let go. */
+const early = new Map<string, Promise<Response | null> | { carried: unknown }>();
+const EARLY_FOR_MS = 10_000;
+
+/**
+ * Ask for the first screen's data before the code that shows it has mounted: its requests
+ * would otherwise wait on each other (the session, then the shell, then the channel). The
+ * answer, whatever its status, stands in for the fetch of the first `early` request of the same
+ * address; a request that could not be sent is sent again then. Those sent without a session
+ * answer 401: the session store drops them all when it finds none (`forgetEarly`).
+ */
+export function preload(path: string, query: Query = {}): void {
+  const url = urlOf(path, query).href;
+  early.set(
+    url,
+    fetch(url, { credentials: "same-origin" }).catch(() => null),
+  );
+  setTimeout(() => early.delete(url), EARLY_FOR_MS);
+}
+
+/** An answer the page carried (`firstScreen.ts`), already parsed, for the first `early`
+ * request of its address. */
+export function provide(path: string, query: Query, body: unknown): void {
+  const url = urlOf(path, query).href;
+  early.set(url, { carried: body });
+  setTimeout(() => early.delete(url), EARLY_FOR_MS);
+}
+
+/** Drop every answer not yet taken: they were the session's that just ended. */
+export function forgetEarly(): void {
+  early.clear();
 }
 
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
-  const url = new URL(path, location.origin);
-  for (const [key, value] of Object.entries(options.query ?? {})) {
-    if (value !== undefined) url.searchParams.set(key, String(value));
-  }
+  const url = urlOf(path, options.query);
   const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers["content-type"] = "application/json";
+  const taken = options.early ? early.get(url.href) : undefined;
+  early.delete(url.href);
+  // Carried in the page: the answer is here already, with no task between it and its store.
+  if (taken && "carried" in taken) return taken.carried as T;
   let response: Response;
   try {
-    response = await fetch(url, {
-      method: options.method ?? "GET",
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      credentials: "same-origin",
-      signal: options.signal,
-      keepalive: options.keepalive,
-    });
+    response =
+      (await taken) ??
+      (await fetch(url, {
+        method: options.method ?? "GET",
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        credentials: "same-origin",
+        signal: options.signal,
+        keepalive: options.keepalive,
+      }));
   } catch {
     throw new ApiError(0, "The server could not be reached.", null);
   }
@@ -124,9 +174,10 @@ export const api = {
   login: (password: string) =>
     request<{ ok: boolean }>("/api/login", { method: "POST", body: { password } }),
   logout: () => request<{ ok: boolean }>("/api/logout", { method: "POST" }),
-  me: async () => (await request<{ user: User }>("/api/me")).user,
+  me: async () => (await request<{ user: User }>("/api/me", { early: true })).user,
 
-  channels: async () => (await request<{ channels: ListedChannel[] }>("/api/channels")).channels,
+  channels: async () =>
+    (await request<{ channels: ListedChannel[] }>("/api/channels", { early: true })).channels,
   /** Move the caller's read marker forward (never back); answers the state after it. */
   markRead: (channelId: string, messageId: string) =>
     request<ReadState & { ok: boolean }>(`/api/channels/${encodeURIComponent(channelId)}/read`, {
@@ -148,7 +199,7 @@ export const api = {
     (await request<{ users: User[] }>(`/api/channels/${encodeURIComponent(channelId)}/people`))
       .users,
 
-  agents: async () => (await request<{ agents: Agent[] }>("/api/agents")).agents,
+  agents: async () => (await request<{ agents: Agent[] }>("/api/agents", { early: true })).agents,
   agent: async (id: string) =>
     (await request<{ agent: AgentFull }>(`/api/agents/${encodeURIComponent(id)}`)).agent,
   createAgent: async (body: AgentFields) =>
@@ -231,10 +282,12 @@ export const api = {
     before?: string,
     threadId?: string,
     after?: string,
+    early = false,
   ) =>
     (
       await request<{ messages: Message[] }>("/api/messages", {
         query: { channelId, limit, before, threadId, after },
+        early,
       })
     ).messages,
   search: (

@@ -204,7 +204,10 @@ export class Timeline {
     const since = this.changes;
     const epoch = this.epoch;
     try {
-      const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined);
+      // The page `preloadFirstScreen` asked for as the page started, if this is its channel:
+      // only before the first subscription, which then catches up on what came after it.
+      const early = subscriptions === 0;
+      const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined, undefined, early);
       if (epoch !== this.epoch) return;
       this.hasOlder = page.length === PAGE_SIZE;
       this.merge(page, since);

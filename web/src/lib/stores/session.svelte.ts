@@ -1,5 +1,5 @@
 /** Who is logged in. The session itself is an HttpOnly cookie; this only holds the user record. */
-import { api, ApiError, setUnauthenticatedHandler } from "../api";
+import { api, ApiError, forgetEarly, setUnauthenticatedHandler } from "../api";
 import { socket } from "../socket.svelte";
 import type { User } from "../types";
 
@@ -34,6 +34,9 @@ class Session {
       if (!(error instanceof ApiError) || error.status !== 401) {
         this.notice = "The server could not be reached; log in when it is back.";
       }
+      // What the page asked for as it started was asked without a session: after a login it
+      // must be asked again.
+      forgetEarly();
       this.phase = "anonymous";
     }
   }
@@ -66,6 +69,7 @@ class Session {
 
   private forget(notice: string | null, why: ResetReason): void {
     socket.stop();
+    forgetEarly();
     for (const reset of this.resetters) reset(why);
     this.user = null;
     this.notice = notice;
