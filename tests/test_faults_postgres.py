@@ -201,6 +201,7 @@ def test_while_the_database_is_down_reads_answer_503_and_a_socket_gets_an_error_
             ws.send({"type": "subscribe", "channelId": channel_id})
             event = ws.expect("error")
             refused = owner.get("/api/channels")
+            page = owner.get(f"/c/{channel_id}")
             upload = owner.post("/api/upload", files={"file": ("a.txt", b"x" * 50_000)})
             with Ws(node) as late:
                 late.send({"type": "auth", "token": owner.token})
@@ -213,6 +214,10 @@ def test_while_the_database_is_down_reads_answer_503_and_a_socket_gets_an_error_
         assert event["data"]["code"] == "unavailable", event
         assert refused.status_code == 503, refused.text
         assert refused.headers["retry-after"].isdigit()
+        # The page itself still loads, without the first screen's data (`first_screen.py`): its
+        # own requests then meet the 503 and retry as they would.
+        assert page.status_code == 200, page.text
+        assert '<div id="app">' in page.text and 'id="first-screen"' not in page.text
         assert upload.status_code == 503, upload.text
         assert files_under(uploads) == files_before, "an upload not recorded left its file"
         deadline = time.monotonic() + RECOVERED_WITHIN

@@ -100,3 +100,16 @@ def test_a_head_request_gets_the_shared_page(owner: Api) -> None:
     answer = owner.head("/")
     assert answer.status_code == 200
     assert answer.headers["cache-control"] == "no-cache"
+
+
+def test_an_escaped_address_is_read_as_the_clients_router_reads_it(owner: Api) -> None:
+    channel = new_channel(owner)["id"]
+    post(owner, channel, "escaped")
+    escaped = "/c/" + "".join(f"%{byte:02X}" for byte in channel.encode())
+    carried = _carried(_page(owner, escaped))
+    assert carried is not None and carried["messages"]["channelId"] == channel
+    # Not a channel: the page, with no messages (or, if the database refuses the id outright,
+    # without the data at all), never an error.
+    for path in ("/c/%00", "/c/%FF", f"/c/{channel}%2Fx", f"/c/{channel}%2Ft%2Fx", "/c/%"):
+        carried = _carried(_page(owner, path))
+        assert carried is None or "messages" not in carried, path

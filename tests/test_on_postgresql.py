@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = (
     "tests/test_messages.py",
     "tests/test_history_after.py",
+    "tests/test_first_screen.py",
     "tests/test_message_changes.py",
     "tests/agents/test_message_changes.py",
     "tests/test_channels.py",

@@ -15,8 +15,11 @@ session gets the plain, cached page.
 from __future__ import annotations
 
 import gzip
+import logging
 from typing import Any
+from urllib.parse import unquote
 
+import anyio
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,16 +29,25 @@ from palaver.api.deps import SESSION_COOKIE, renew_cookie
 from palaver.api.messages import PAGE_DEFAULT
 from palaver.errors import DomainError
 from palaver.services import Services
+from palaver.store.faults import describe
+
+log = logging.getLogger(__name__)
 
 ELEMENT_ID = "first-screen"
 _HEAD_END = b"</head>"
+COMPRESS_IN_THREAD = 64 * 1024
+"""A larger page (hundreds of channels, long messages) is gzipped off the event loop."""
 
 
-def _channel_of(path: str) -> str | None:
-    """The channel of a channel or thread address (`/c/<id>`, `/c/<id>/t/<thread>`)."""
-    parts = [p for p in path.split("/") if p]
+def _channel_of(raw_path: str) -> str | None:
+    """The channel of a channel or thread address (`/c/<id>`, `/c/<id>/t/<thread>`), each
+    segment decoded on its own as the client's router does (an escaped `/` stays in it)."""
+    parts = [p for p in raw_path.split("/") if p]
     if len(parts) in (2, 4) and parts[0] == "c" and (len(parts) == 2 or parts[2] == "t"):
-        return parts[1]
+        try:
+            return unquote(parts[1], errors="strict")
+        except UnicodeDecodeError:
+            return None
     return None
 
 
@@ -68,11 +80,16 @@ async def personal_page(request: Request, index: bytes, csp: str) -> Response | 
     if request.method != "GET" or not token or _HEAD_END not in index:
         return None
     svc: Services = request.app.state.services
+    raw_path = (request.scope.get("raw_path") or b"").decode("latin-1")
     try:
         caller = await auth.resolve(svc, token)
+        data = await _parts(svc, caller.user, raw_path)
     except DomainError:
         return None
-    data = await _parts(svc, caller.user, request.url.path)
+    except Exception as exc:  # the page must load whatever the database's state
+        # The shared page lets the client's own requests say what is wrong (and retry).
+        log.warning("the first screen's data was left out of the page: %s", describe(exc))
+        return None
     # Inside a script element only `</script` or `<!--` could end or change it, and both need
     # a `<`, which in JSON can only be inside a string, where `\u003c` means the same.
     block = (
@@ -87,7 +104,10 @@ async def personal_page(request: Request, index: bytes, csp: str) -> Response | 
         "Content-Security-Policy": csp,
     }
     if "gzip" in request.headers.get("accept-encoding", ""):
-        body = gzip.compress(body, 5)
+        if len(body) > COMPRESS_IN_THREAD:
+            body = await anyio.to_thread.run_sync(gzip.compress, body, 5)
+        else:
+            body = gzip.compress(body, 5)
         headers["Content-Encoding"] = "gzip"
     response = Response(body, headers=headers, media_type="text/html; charset=utf-8")
     renew_cookie(response, request, svc, caller)

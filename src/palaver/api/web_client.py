@@ -112,8 +112,14 @@ def page_csp(host: str) -> str:
     )
 
 
-def _serve(request: Request, asset: Asset, cache: str, csp: str | None = None) -> Response:
-    headers = {"Cache-Control": cache, "ETag": asset.etag, "Vary": "Accept-Encoding"}
+def _serve(
+    request: Request,
+    asset: Asset,
+    cache: str,
+    csp: str | None = None,
+    vary: str = "Accept-Encoding",
+) -> Response:
+    headers = {"Cache-Control": cache, "ETag": asset.etag, "Vary": vary}
     if csp is not None:
         headers["Content-Security-Policy"] = csp
     if request.headers.get("if-none-match") == asset.etag:
@@ -170,7 +176,8 @@ def build_router(dist: Path = DIST) -> APIRouter:
         personal = await personal_page(request, index.body, csp)
         if personal is not None:
             return personal
-        return _serve(request, index, "no-cache", csp)
+        # The same address answers a logged-in person with its own copy: a cache keys on both.
+        return _serve(request, index, "no-cache", csp, vary="Accept-Encoding, Cookie")
 
     return router
 

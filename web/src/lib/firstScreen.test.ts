@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, forgetEarly } from "./api";
 import { CARRIED_ID, preloadFirstScreen } from "./firstScreen";
+import { timelines } from "./stores/messages.svelte";
 
 function carry(data: unknown): void {
   const element = document.createElement("script");
@@ -89,5 +90,28 @@ describe("the first screen's data", () => {
     const fetch = network();
     preloadFirstScreen("/login");
     expect(fetch).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("a timeline and the page's carried messages", () => {
+  afterEach(() => {
+    forgetEarly();
+    vi.restoreAllMocks();
+  });
+
+  it("takes them before its channel's subscription is confirmed, and catches up when it is", async () => {
+    const spy = vi.spyOn(api, "messages").mockResolvedValue([]);
+    const timeline = timelines.get("ch_early");
+    await timeline.loadLatest();
+    expect(spy.mock.calls[0]).toEqual(["ch_early", 50, undefined, undefined, undefined, true]);
+    timelines.route({ type: "subscribed", data: { channelId: "ch_early" } });
+    await vi.waitFor(() => expect(spy).toHaveBeenCalledTimes(2));
+  });
+
+  it("asks the server when made after its channel's subscription was confirmed", async () => {
+    const spy = vi.spyOn(api, "messages").mockResolvedValue([]);
+    timelines.route({ type: "subscribed", data: { channelId: "ch_late" } });
+    await timelines.get("ch_late").loadLatest();
+    expect(spy.mock.calls[0]).toEqual(["ch_late", 50, undefined, undefined, undefined, false]);
   });
 });

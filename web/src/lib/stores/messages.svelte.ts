@@ -204,8 +204,8 @@ export class Timeline {
     const since = this.changes;
     const epoch = this.epoch;
     try {
-      // The page `preloadFirstScreen` asked for as the page started, if this is its channel:
-      // only before the first subscription, which then catches up on what came after it.
+      // The page carried or asked for as it started (`firstScreen.ts`), if this is its channel:
+      // only before the channel's first subscription, which then catches up on what came after.
       const early = subscriptions === 0;
       const page = await api.messages(this.channelId, PAGE_SIZE, undefined, this.threadId ?? undefined, undefined, early);
       if (epoch !== this.epoch) return;
@@ -724,6 +724,8 @@ export class Timeline {
 class Timelines {
   private byChannel = new Map<string, Timeline>();
   private byThread = new Map<string, Timeline>();
+  /** Channels whose subscription the server has confirmed on this page, at least once. */
+  private confirmed = new Set<string>();
   /** The inline editor open, if any: one at a time on the page. `scope` is where (the
    * channel's list, or a thread's: a root shows in both). */
   editing = $state<{ id: string; scope: string } | null>(null);
@@ -749,6 +751,7 @@ class Timelines {
   route(event: ServerEvent): void {
     switch (event.type) {
       case "subscribed":
+        this.confirmed.add(event.data.channelId);
         // The channel's threads catch up with it: a reconnect leaves no gap in an open panel.
         for (const timeline of this.of(event.data.channelId)) timeline.subscribed();
         return;
@@ -801,10 +804,18 @@ class Timelines {
     else announcer.say(`${name} replied`);
   }
 
+  /** A timeline made after its channel's subscription was confirmed counts it as its own: the
+   * events since reach it, and its first page is then asked for, never one the page carried
+   * from before the subscription (it would never catch up on what came between). */
+  private confirm(timeline: Timeline): void {
+    if (this.confirmed.has(timeline.channelId)) timeline.subscribed();
+  }
+
   get(channelId: string): Timeline {
     let timeline = this.byChannel.get(channelId);
     if (!timeline) {
       timeline = new Timeline(channelId);
+      this.confirm(timeline);
       this.byChannel.set(channelId, timeline);
     }
     return timeline;
@@ -815,6 +826,7 @@ class Timelines {
     let timeline = this.byThread.get(threadId);
     if (!timeline) {
       timeline = new Timeline(channelId, threadId);
+      this.confirm(timeline);
       this.byThread.set(threadId, timeline);
     }
     return timeline;
