@@ -76,7 +76,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Finish even if the page is left meanwhile (a read marker sent as the page goes). */
   keepalive?: boolean;
-  /** A GET of the first screen: take the answer `preload` asked for, if it is on its way. */
+  /** A GET of the first screen: take the answer the page carried (`provide`) or asked for as
+   * it started (`preload`), if there is one. */
   early?: boolean;
 }
 
@@ -96,6 +97,11 @@ function urlOf(path: string, query: Query = {}): URL {
 const early = new Map<string, Promise<Response | null> | { carried: unknown }>();
 const EARLY_FOR_MS = 10_000;
 
+function keepEarly(url: string, answer: Promise<Response | null> | { carried: unknown }): void {
+  early.set(url, answer);
+  setTimeout(() => early.delete(url), EARLY_FOR_MS);
+}
+
 /**
  * Ask for the first screen's data before the code that shows it has mounted: its requests
  * would otherwise wait on each other (the session, then the shell, then the channel). The
@@ -105,19 +111,16 @@ const EARLY_FOR_MS = 10_000;
  */
 export function preload(path: string, query: Query = {}): void {
   const url = urlOf(path, query).href;
-  early.set(
+  keepEarly(
     url,
     fetch(url, { credentials: "same-origin" }).catch(() => null),
   );
-  setTimeout(() => early.delete(url), EARLY_FOR_MS);
 }
 
 /** An answer the page carried (`firstScreen.ts`), already parsed, for the first `early`
  * request of its address. */
 export function provide(path: string, query: Query, body: unknown): void {
-  const url = urlOf(path, query).href;
-  early.set(url, { carried: body });
-  setTimeout(() => early.delete(url), EARLY_FOR_MS);
+  keepEarly(urlOf(path, query).href, { carried: body });
 }
 
 /** Drop every answer not yet taken: they were the session's that just ended. */
