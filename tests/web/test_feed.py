@@ -64,6 +64,44 @@ def test_a_focused_row_keeps_focus_while_the_feed_scrolls_far_from_it(
     expect(page.locator("article", has_text=f"row {COUNT}")).to_be_focused()
 
 
+def test_a_flick_shows_placeholders_that_become_rows_once_it_stops(
+    browse: Browse, web_server: Server, feed_channel: dict[str, Any]
+) -> None:
+    page = browse.page()
+    open_channel(page, web_server, feed_channel["id"])
+    expect(page.locator("article", has_text=f"row {COUNT}")).to_be_in_viewport()
+    # Steps of 1,000 px a frame or two: a flick. The rows it brings in are boxes, not messages.
+    placeholders = 0
+    for _ in range(3):
+        scroll_by(page, -1000)
+        placeholders = max(placeholders, page.locator(".row.placeholder").count())
+    assert placeholders > 0
+    heights = page.locator(".row.placeholder").evaluate_all(
+        "rows => rows.map(r => r.getBoundingClientRect().height)"
+    )
+    assert all(h > 0 for h in heights)
+    assert page.locator(".row.placeholder article").count() == 0
+    # Once it settles, every placeholder becomes its message, and the view is covered by rows.
+    page.wait_for_function("() => !document.querySelector('.row.placeholder')")
+    covered = page.get_by_test_id("message-list").evaluate(
+        """el => {
+            const box = el.getBoundingClientRect();
+            const rows = [...el.querySelectorAll('article')].map(a => a.getBoundingClientRect())
+                .filter(r => r.bottom > box.top && r.top < box.bottom);
+            return rows.length > 3 && rows[0].top <= box.top + 80
+                && rows[rows.length - 1].bottom >= box.bottom - 80;
+        }"""
+    )
+    assert covered
+    # A slow scroll (a reader's) brings rows in as messages.
+    page.get_by_test_id("message-list").evaluate("el => el.scrollTop = el.scrollTop + 40")
+    page.wait_for_timeout(250)
+    for _ in range(5):
+        scroll_by(page, 30)
+        page.wait_for_timeout(60)
+        assert page.locator(".row.placeholder").count() == 0
+
+
 def test_coming_back_to_a_channel_lands_where_it_was_read(
     browse: Browse, web_server: Server, web_owner: Api, feed_channel: dict[str, Any]
 ) -> None:

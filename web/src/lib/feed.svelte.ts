@@ -11,10 +11,15 @@
  * view is moved by exactly that much with a relative `scrollBy`, so a scroll the reader has
  * under way carries on. The rendered range is plain indices, kept while it still covers the
  * viewport with a margin (lib/window.ts). A focused row stays in the DOM while scrolled away.
+ *
+ * During a flick, rows coming into the range are placeholders of their height (a box, no
+ * message): a full row costs some 50 KB of allocations, which at 30,000 px/s turned into a
+ * garbage collection every second or so. The rows already shown stay; once the scroll
+ * settles, the placeholders become rows, the viewport's first, a viewport's worth a frame.
  */
 import { tick } from "svelte";
 import { Offsets } from "./offsets";
-import { lowerBound, type Item, type Timeline } from "./stores/messages.svelte";
+import { itemId, lowerBound, type Item, type Timeline } from "./stores/messages.svelte";
 import { EMPTY, cut, grow, nextRange, type Range } from "./window";
 
 /** The height of a row never rendered, until some are: then their average. */
@@ -41,7 +46,7 @@ const SETTLE_MS = 150;
 const MIN_SEEN = 24;
 
 export type Segment =
-  | { key: string; item: Item; index: number }
+  | { key: string; item: Item; index: number; light: boolean }
   | { key: string; from: number; to: number };
 
 /** Where each list was read (a channel's, a thread's), so coming back lands at the same place. */
@@ -61,6 +66,13 @@ export class Feed {
   focusedId = $state<string | null>(null);
   /** The row just opened from a search, highlighted for a moment. */
   flashId = $state<string | null>(null);
+  /** A flick is under way: rows coming in are placeholders. */
+  fast = $state(false);
+  /** Bumped when placeholders become rows. */
+  private upgraded = $state(0);
+  /** The rows shown as placeholders, by id. */
+  private light = new Set<string>();
+  private upgradeTimer = 0;
 
   private heights = new Map<string, number>();
   private measuredSum = 0;
@@ -83,7 +95,6 @@ export class Feed {
   /** The part of a correction (px) that rounding to the scroll position's pixels left out. */
   private shiftRest = 0;
   private growBudget = { since: -Infinity, left: GROW };
-  private flicking = false;
   /** The last segments handed out, by key: a row whose item and place are unchanged gets the
    * same object again, so the list's keyed each sees no change and the row updates nothing. */
   private lastSegments = new Map<string, Segment>();
@@ -108,8 +119,10 @@ export class Feed {
 
   private rebuild(list: Item[]) {
     const guess = this.estimate();
-    this.offsets = new Offsets(list.map((item) => this.heights.get(item.id) ?? guess));
+    this.offsets = new Offsets(list.map((item) => this.heights.get(itemId(item)) ?? guess));
     this.built = list;
+    // Gaps and placeholders whose indices did not change still take the new estimate.
+    this.version += 1;
   }
 
   private measureOrigin() {
@@ -161,7 +174,13 @@ export class Feed {
 
   private toBottom() {
     this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.movedTo();
+  }
+
+  /** The page moved the view itself: that move is not the reader's scroll speed. */
+  private movedTo() {
     this.known = this.scroller.scrollTop;
+    this.lastScroll.top = this.known;
   }
 
   private remember() {
@@ -193,17 +212,44 @@ export class Feed {
    * a still pointer would each restyle for hover (read back, forced, by the next scroll event)
    * and each be "reached" and build its actions. Hover and clicks are back once it settles. */
   private flick(speed: number) {
-    if (!this.flicking && speed <= FAST) return;
-    if (!this.flicking) {
-      this.flicking = true;
+    if (!this.fast && speed <= FAST) return;
+    if (!this.fast) {
+      this.fast = true;
       this.content.classList.add("scrolling");
+      clearTimeout(this.upgradeTimer);
+      this.upgradeTimer = 0;
     }
     clearTimeout(this.settleTimer);
     this.settleTimer = window.setTimeout(() => {
-      this.flicking = false;
+      this.fast = false;
       this.content.classList.remove("scrolling");
+      this.upgrade();
     }, SETTLE_MS);
   }
+
+  /** The placeholders nearest the viewport become rows: a viewport and SAFE px of them, the
+   * rest a frame later (a flick that starts again leaves them as they are). */
+  private upgrade = () => {
+    this.upgradeTimer = 0;
+    if (this.fast || !this.light.size) return;
+    const y = this.known - this.origin;
+    const distance = (i: number) => Math.max(0, this.offsets.top(i) - (y + this.viewport), y - this.offsets.top(i + 1));
+    const waiting: { id: string; index: number }[] = [];
+    for (const id of this.light) {
+      const index = lowerBound(this.built, id);
+      if (index < this.built.length && itemId(this.built[index]) === id) waiting.push({ id, index });
+      else this.light.delete(id);
+    }
+    waiting.sort((a, b) => distance(a.index) - distance(b.index));
+    let budget = this.viewport + SAFE;
+    for (const { id, index } of waiting) {
+      if (budget <= 0) break;
+      budget -= this.offsets.top(index + 1) - this.offsets.top(index);
+      this.light.delete(id);
+    }
+    this.upgraded += 1;
+    if (this.light.size) this.upgradeTimer = window.setTimeout(this.upgrade, FRAME_MS);
+  };
 
   /** Older pages are asked for well before the edge, and larger when the reader flicks; in a
    * detached window, newer pages likewise before its bottom edge. */
@@ -249,7 +295,7 @@ export class Feed {
     if (shift) {
       void tick().then(() => {
         scroller.scrollBy({ top: shift, behavior: "instant" });
-        this.known = scroller.scrollTop;
+        this.movedTo();
         this.prefetch(this.known);
       });
     }
@@ -286,7 +332,7 @@ export class Feed {
       const want = above + this.shiftRest;
       const from = this.scroller.scrollTop;
       this.scroller.scrollBy({ top: want, behavior: "instant" });
-      this.known = this.scroller.scrollTop;
+      this.movedTo();
       const rest = want - (this.known - from);
       this.shiftRest = Math.abs(rest) < 1 ? rest : 0;
     }
@@ -315,6 +361,7 @@ export class Feed {
       this.rowObserver.disconnect();
       clearTimeout(this.settleTimer);
       clearTimeout(this.growTimer);
+      clearTimeout(this.upgradeTimer);
     };
   }
 
@@ -333,7 +380,7 @@ export class Feed {
       void tick().then(() => {
         this.measureOrigin();
         this.scroller.scrollTop = this.origin + this.offsets.top(this.anchor.index) + this.anchor.offset;
-        this.known = this.scroller.scrollTop;
+        this.movedTo();
       });
     } else {
       this.range = cut(this.offsets, this.offsets.total() - this.viewport, this.viewport, FAR);
@@ -346,9 +393,13 @@ export class Feed {
 
   /** The rows to render, and the gaps between them: the focused row stays, wherever it is,
    * and so does the row being edited (`editingId`: its editor takes focus, which scrolls it
-   * into view, even when the up-arrow opened it on a row scrolled away). */
+   * into view, even when the up-arrow opened it on a row scrolled away). During a flick a row
+   * not already shown comes in as a placeholder (`light`); pinned rows never do. */
   segments(list: Item[], editingId: string | null = null): Segment[] {
     const { start, end } = this.range;
+    const fast = this.fast;
+    void this.upgraded;
+    const light = new Set<string>();
     const out: Segment[] = [];
     const pinned: number[] = [];
     for (const id of new Set([this.focusedId, editingId])) {
@@ -365,28 +416,38 @@ export class Feed {
       const same =
         was !== undefined &&
         ("item" in segment
-          ? "item" in was && was.item === segment.item && was.index === segment.index
+          ? "item" in was && was.item === segment.item && was.index === segment.index && was.light === segment.light
           : "from" in was && was.from === segment.from && was.to === segment.to);
       const kept = same ? was : segment;
       next.set(kept.key, kept);
       out.push(kept);
     };
-    const row = (index: number) => {
+    const row = (index: number, pin = false) => {
       if (index > from) push({ key: `gap:${out.length}`, from, to: index });
-      push({ key: list[index].id, item: list[index], index });
+      const id = itemId(list[index]);
+      const was = last.get(id);
+      const placeholder = !pin && (this.light.has(id) || (fast && !(was && "item" in was)));
+      if (placeholder) light.add(id);
+      push({ key: id, item: list[index], index, light: placeholder });
       from = index + 1;
     };
-    for (const i of pinned) if (i < start) row(i);
+    for (const i of pinned) if (i < start) row(i, true);
     for (let i = start; i < Math.min(end, list.length); i++) row(i);
-    for (const i of pinned) if (i >= end) row(i);
+    for (const i of pinned) if (i >= end) row(i, true);
     push({ key: "gap:end", from, to: list.length });
     this.lastSegments = next;
+    this.light = light;
     return out;
   }
 
   gap(from: number, to: number): number {
     void this.version;
     return to > from ? this.offsets.top(to) - this.offsets.top(from) : 0;
+  }
+
+  /** A placeholder's height: the row's, measured or estimated, as the offsets count it. */
+  height(index: number): number {
+    return this.gap(index, index + 1);
   }
 
   onFocusIn = (event: FocusEvent) => {
@@ -417,6 +478,7 @@ export class Feed {
     const target = items[index].id;
     if (!this.articleOf(target)) {
       this.scroller.scrollTop = this.origin + this.offsets.top(index) - this.viewport / 3;
+      this.lastScroll.top = this.scroller.scrollTop;
       this.onScroll();
       await tick();
     }
@@ -437,7 +499,7 @@ export class Feed {
     await tick();
     this.measureOrigin();
     this.scroller.scrollTop = this.origin + this.offsets.top(index) - lead;
-    this.known = this.scroller.scrollTop;
+    this.movedTo();
     this.anchorAt(this.known);
     this.remember();
     this.articleOf(id)?.focus({ preventScroll: true });

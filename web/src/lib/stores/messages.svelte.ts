@@ -82,7 +82,16 @@ function fields(m: Message): Item {
  */
 function reactive(item: Item): Item {
   const live = $state(item);
+  ids.set(live, item.id);
   return live;
+}
+
+/** Each live item's id, read without its proxy: a list's offsets are rebuilt from all its ids
+ * on every page, and a proxied read makes (and keeps) a signal per item. Ids never change. */
+const ids = new WeakMap<object, string>();
+
+export function itemId(item: { id: string }): string {
+  return ids.get(item) ?? item.id;
 }
 
 /** Binary search: the index of the first item whose id is not less than `id`. */
@@ -98,7 +107,7 @@ export function lowerBound(items: { id: string }[], id: string): number {
   let hi = items.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (items[mid].id < id) lo = mid + 1;
+    if (itemId(items[mid]) < id) lo = mid + 1;
     else hi = mid;
   }
   return lo;
