@@ -5,9 +5,9 @@
 - channel view: from navigation to a logged-in channel of 50 messages until its messages are
   painted and the composer takes input, in the page's own clock (median of several loads; the
   time Playwright's polling wait sees is kept beside it);
-- a channel of 10,000 messages: opened (until its messages are on screen and the composer takes
-  input), then scrolled up to its first message; the most message nodes in the DOM at any
-  point, and the frame times while scrolling;
+- a channel of 10,000 messages: opened as the channel view is (median of several loads), then
+  scrolled up to its first message; the most message nodes in the DOM at any point, and the
+  frame times and long tasks while scrolling (their probe starts with the scroll);
 - a reply streamed at 200 chunks per second into the open channel: how far the text on screen
   trails the last chunk the socket received (checked every frame), and main-thread long tasks.
 
@@ -46,8 +46,11 @@ STREAM_PIECES = 1_000
 STREAM_DELAY = 0.005
 LOADS = 7
 
-# Frame times and long tasks, recorded in the page from its first script on.
-PROBE = """
+# Frame times and long tasks, recorded in the page from when this runs. The scroll starts it
+# once the channel is open: run from the page's first script, its frame loop and observer made
+# the opening itself 46 ms slower (median of 10 alternating loads of the 10,000-message channel,
+# 338 against 292 ms), which the opening's figure then carried.
+FRAMES = """
 window.__frames = [];
 window.__longTasks = [];
 (function tick(last) {
@@ -56,6 +59,10 @@ window.__longTasks = [];
 new PerformanceObserver(list => {
   for (const e of list.getEntries()) window.__longTasks.push([e.startTime, e.duration]);
 }).observe({entryTypes: ['longtask']});
+"""
+
+# Each streamed chunk as the socket receives it: the reply's measure, from the first script on.
+CHUNKS = """
 window.__chunks = [];
 const Native = WebSocket;
 window.WebSocket = class extends Native {
@@ -169,16 +176,18 @@ def channel_view(browser: Any, server: Server, channel_id: str) -> dict[str, Any
 
 def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any]:
     context = browser.new_context(base_url=server.base_url, viewport={"width": 1280, "height": 800})
-    context.add_init_script(PROBE)
     context.add_init_script(OPENED)
     page = context.new_page()
     _login(page, server)
-    page.goto("about:blank")
-    opening = time.perf_counter()
-    page.goto(f"/c/{channel_id}")
-    open_ms = _ready(page)
-    seen_ms = (time.perf_counter() - opening) * 1000
+    times, seen = [], []
+    for _ in range(LOADS):
+        page.goto("about:blank")
+        opening = time.perf_counter()
+        page.goto(f"/c/{channel_id}")
+        times.append(_ready(page))
+        seen.append((time.perf_counter() - opening) * 1000)
     page.wait_for_timeout(300)
+    page.evaluate("() => {" + FRAMES + "}")
     start = page.evaluate("performance.now()")
     most_nodes = 0
     steps = 0
@@ -205,8 +214,9 @@ def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any
     context.close()
     return {
         "messages": LONG_CHANNEL,
-        "interactive_ms": round(open_ms),
-        "playwright_sees_ms": round(seen_ms),
+        "interactive_ms": round(statistics.median(times)),
+        "playwright_sees_ms": round(statistics.median(seen)),
+        "loads": LOADS,
         "reached_first_message": first_seen,
         "scroll_seconds": round(seconds, 1),
         "wheel_steps": steps,
@@ -226,7 +236,8 @@ def streaming(
     browser: Any, server: Server, api: Api, fake: FakeOpenAI, channel_id: str
 ) -> dict[str, Any]:
     context = browser.new_context(base_url=server.base_url, viewport={"width": 1280, "height": 800})
-    context.add_init_script(PROBE)
+    context.add_init_script(FRAMES)
+    context.add_init_script(CHUNKS)
     page = context.new_page()
     _login(page, server)
     page.goto(f"/c/{channel_id}")
@@ -389,8 +400,8 @@ def _markdown(r: dict[str, Any]) -> str:
             f"{v['interactive_ms_median']} ms ({v['playwright_sees_ms_median']} ms)",
         ),
         (
-            f"channel of {big['messages']:,} messages interactive after navigation (as "
-            "Playwright's polling wait sees it)",
+            f"channel of {big['messages']:,} messages interactive after navigation (median of "
+            f"{big['loads']}; as Playwright's polling wait sees it)",
             f"{big['interactive_ms']} ms ({big['playwright_sees_ms']} ms)",
         ),
         (

@@ -277,8 +277,9 @@ export class Feed {
       const last = before[before.length - 1]?.id;
       if (last !== undefined && list[list.length - 1].id > last) this.unseen += 1;
     }
-    // A scroll of the reader's not handled yet moves the anchor first.
-    if (scroller && scroller.scrollTop !== this.known) this.onScroll();
+    // A scroll of the reader's not handled yet moves the anchor first (once placed: before,
+    // there is none, and reading the position would force a layout of the page still mounting).
+    if (this.placed && scroller && scroller.scrollTop !== this.known) this.onScroll();
     const oldTop = this.offsets.top(this.anchor.index);
     this.rebuild(list);
     if (!scroller) return;
