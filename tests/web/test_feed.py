@@ -70,10 +70,10 @@ def test_a_flick_shows_placeholders_that_become_rows_once_it_stops(
     page = browse.page()
     open_channel(page, web_server, feed_channel["id"])
     expect(page.locator("article", has_text=f"row {COUNT}")).to_be_in_viewport()
-    # Steps of 1,000 px a frame or two: a flick. The rows it brings in are boxes, not messages.
+    # Steps of 600 px a frame or two: a flick. The rows it brings in are boxes, not messages.
     placeholders = 0
-    for _ in range(3):
-        scroll_by(page, -1000)
+    for _ in range(5):
+        scroll_by(page, -600)
         placeholders = max(placeholders, page.locator(".row.placeholder").count())
     assert placeholders > 0
     heights = page.locator(".row.placeholder").evaluate_all(

@@ -38,9 +38,12 @@ const FRAME_MS = 16;
 const STICK_WITHIN = 48;
 /** How long a message opened from a search stays highlighted (its fade is CSS's). */
 export const FLASH_MS = 2600;
-/** A scroll faster than this (px/ms) is a flick: the rows stop taking the pointer until... */
+/** A scroll faster than this (px/ms) is fast: the rows stop taking the pointer until... */
 const FAST = 2;
-/** ...this long after its last scroll event. */
+/** ...this long after its last scroll event. Faster than this (8,000 px/s, some ten
+ * viewports a second: nobody reads at that speed) it is a flick, and rows coming in are
+ * placeholders until it settles as well. */
+const FLICK = 8;
 const SETTLE_MS = 150;
 /** How much of a row must be in view for it to count as seen. */
 const MIN_SEEN = 24;
@@ -68,6 +71,8 @@ export class Feed {
   flashId = $state<string | null>(null);
   /** A flick is under way: rows coming in are placeholders. */
   fast = $state(false);
+  /** A fast scroll is under way: the rows take no pointer. */
+  private scrolling = false;
   /** Bumped when placeholders become rows. */
   private upgraded = $state(0);
   /** The rows shown as placeholders, by id. */
@@ -193,15 +198,21 @@ export class Feed {
     const previous = this.known;
     const last = this.lastScroll;
     this.known = top;
-    last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
+    // A scroll event where the page's own last move left the view is that move's echo.
+    const moved = top !== last.top;
+    if (moved) {
+      last.speed = now - last.time < 200 ? Math.abs(top - last.top) / Math.max(1, now - last.time) : 0;
+      last.time = now;
+    }
     last.top = top;
-    last.time = now;
-    this.flick(last.speed);
     // Only the reader scrolling up lets go of the bottom: the page's own moves go down. The
     // bottom of a window far back (detached) is not the live end: nothing sticks there.
     if (this.atBottom() && this.timeline.live) this.stuck = true;
     else if (top < previous - 1) this.stuck = false;
     if (this.stuck) this.unseen = 0;
+    // Stuck at the bottom, the moves are the page's own or the browser's (clamping the
+    // position as rows measure shorter than their estimate), never a flick.
+    else if (moved) this.flick(last.speed);
     this.anchorAt(top);
     this.updateRange(top);
     this.remember();
@@ -212,17 +223,21 @@ export class Feed {
    * a still pointer would each restyle for hover (read back, forced, by the next scroll event)
    * and each be "reached" and build its actions. Hover and clicks are back once it settles. */
   private flick(speed: number) {
-    if (!this.fast && speed <= FAST) return;
-    if (!this.fast) {
-      this.fast = true;
+    if (!this.scrolling && speed <= FAST) return;
+    if (!this.scrolling) {
+      this.scrolling = true;
       this.content.classList.add("scrolling");
+    }
+    if (!this.fast && speed > FLICK) {
+      this.fast = true;
       clearTimeout(this.upgradeTimer);
       this.upgradeTimer = 0;
     }
     clearTimeout(this.settleTimer);
     this.settleTimer = window.setTimeout(() => {
-      this.fast = false;
+      this.scrolling = false;
       this.content.classList.remove("scrolling");
+      this.fast = false;
       this.upgrade();
     }, SETTLE_MS);
   }
@@ -423,18 +438,19 @@ export class Feed {
       next.set(kept.key, kept);
       out.push(kept);
     };
-    const row = (index: number, pin = false) => {
+    const row = (index: number) => {
       if (index > from) push({ key: `gap:${out.length}`, from, to: index });
       const id = itemId(list[index]);
       const was = last.get(id);
+      const pin = id === this.focusedId || id === editingId;
       const placeholder = !pin && (this.light.has(id) || (fast && !(was && "item" in was)));
       if (placeholder) light.add(id);
       push({ key: id, item: list[index], index, light: placeholder });
       from = index + 1;
     };
-    for (const i of pinned) if (i < start) row(i, true);
+    for (const i of pinned) if (i < start) row(i);
     for (let i = start; i < Math.min(end, list.length); i++) row(i);
-    for (const i of pinned) if (i >= end) row(i, true);
+    for (const i of pinned) if (i >= end) row(i);
     push({ key: "gap:end", from, to: list.length });
     this.lastSegments = next;
     this.light = light;
@@ -477,13 +493,18 @@ export class Feed {
     if (index < 0 || index >= items.length) return;
     event.preventDefault();
     const target = items[index].id;
+    // Focused before it is shown: a focused row is never a placeholder, even during a flick.
+    this.focusedId = target;
     if (!this.articleOf(target)) {
       this.scroller.scrollTop = this.origin + this.offsets.top(index) - this.viewport / 3;
       this.lastScroll.top = this.scroller.scrollTop;
       this.onScroll();
-      await tick();
     }
+    await tick();
     this.articleOf(target)?.focus();
+    // Focus scrolls a row partly out of view into it: not the reader's speed (but a move up
+    // still lets go of the bottom, so the position the scroll event compares with is kept).
+    this.lastScroll.top = this.scroller.scrollTop;
   };
 
   /** Bring a message into view (a third down the viewport), focus it and flash it: a search

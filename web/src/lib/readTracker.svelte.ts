@@ -30,6 +30,8 @@ export function trackReading(feed: Feed, timeline: Timeline, channel: Timeline):
   let timer: ReturnType<typeof setTimeout> | undefined;
   const check = () => {
     timer = undefined;
+    // A flick's rows pass as placeholders: what it passes over is not seen.
+    if (feed.fast) return soon();
     // A window opened far back (a search result) is not read up to: what lies between it
     // and the marker was skipped, not seen.
     if (document.visibilityState !== "visible" || !timeline.live) return;
