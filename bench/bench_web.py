@@ -154,11 +154,9 @@ def _ready(page: Any) -> float:
     return float(page.evaluate("window.__opened"))
 
 
-def channel_view(browser: Any, server: Server, channel_id: str) -> dict[str, Any]:
-    context = browser.new_context(base_url=server.base_url)
-    context.add_init_script(OPENED)
-    page = context.new_page()
-    _login(page, server)
+def _opens(page: Any, channel_id: str) -> tuple[float, float]:
+    """The channel opened `LOADS` times from a blank page: the medians of the page's time
+    (`OPENED`) and of the time Playwright's wait sees, in milliseconds."""
     times, seen = [], []
     for _ in range(LOADS):
         page.goto("about:blank")
@@ -166,10 +164,19 @@ def channel_view(browser: Any, server: Server, channel_id: str) -> dict[str, Any
         page.goto(f"/c/{channel_id}")
         times.append(_ready(page))
         seen.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), statistics.median(seen)
+
+
+def channel_view(browser: Any, server: Server, channel_id: str) -> dict[str, Any]:
+    context = browser.new_context(base_url=server.base_url)
+    context.add_init_script(OPENED)
+    page = context.new_page()
+    _login(page, server)
+    opened, seen = _opens(page, channel_id)
     context.close()
     return {
-        "interactive_ms_median": round(statistics.median(times)),
-        "playwright_sees_ms_median": round(statistics.median(seen)),
+        "interactive_ms_median": round(opened),
+        "playwright_sees_ms_median": round(seen),
         "loads": LOADS,
     }
 
@@ -179,13 +186,7 @@ def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any
     context.add_init_script(OPENED)
     page = context.new_page()
     _login(page, server)
-    times, seen = [], []
-    for _ in range(LOADS):
-        page.goto("about:blank")
-        opening = time.perf_counter()
-        page.goto(f"/c/{channel_id}")
-        times.append(_ready(page))
-        seen.append((time.perf_counter() - opening) * 1000)
+    opened, seen = _opens(page, channel_id)
     page.wait_for_timeout(300)
     page.evaluate("() => {" + FRAMES + "}")
     start = page.evaluate("performance.now()")
@@ -210,12 +211,14 @@ def long_channel(browser: Any, server: Server, channel_id: str) -> dict[str, Any
     seconds = time.perf_counter() - started
     frames = [d for t, d in page.evaluate("window.__frames") if t > start]
     long_tasks = [d for t, d in page.evaluate("window.__longTasks") if t > start]
+    # The flick's last rows are placeholders until it settles: the first message shows then.
+    page.wait_for_function("() => !document.querySelector('.row.placeholder')")
     first_seen = page.locator("article", has_text="message 1").count() > 0
     context.close()
     return {
         "messages": LONG_CHANNEL,
-        "interactive_ms": round(statistics.median(times)),
-        "playwright_sees_ms": round(statistics.median(seen)),
+        "interactive_ms": round(opened),
+        "playwright_sees_ms": round(seen),
         "loads": LOADS,
         "reached_first_message": first_seen,
         "scroll_seconds": round(seconds, 1),
