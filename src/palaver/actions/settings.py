@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,12 @@ _ENTRIES = {"providers": "provider", "mcpServers": "mcpServer"}
 
 
 class SettingsHolder:
-    """The current settings, cached; every node reloads when any node changes them."""
+    """The current settings, cached; every node reloads when any node changes them.
+
+    A reload and a change of this node's take turns: a reload reading before the change
+    committed and finishing after it would otherwise put the settings before the change back
+    in the cache, where they stay until the next change.
+    """
 
     def __init__(self, db: Database, bus: EventBus) -> None:
         self._db = db
@@ -28,9 +34,10 @@ class SettingsHolder:
         self.current = Settings()
         self.listeners: list[Callable[[], None]] = []
         """Told when the settings held change (here or, through a reload, on another node)."""
+        self._turn = asyncio.Lock()
 
     async def reload(self) -> Settings:
-        async with self._db.read() as conn:
+        async with self._turn, self._db.read() as conn:
             self.current = await settings_store.load(conn)
         self._tell()
         return self.current
@@ -40,6 +47,12 @@ class SettingsHolder:
             listener()
 
     async def update(self, patch: dict[str, Any], by: Actor) -> Settings:
+        async with self._turn:
+            updated = await self._change(patch, by)
+        self._tell()
+        return updated
+
+    async def _change(self, patch: dict[str, Any], by: Actor) -> Settings:
         async with self._db.write() as tx:
             stored = await settings_store.load(tx.conn)
             try:
@@ -61,7 +74,6 @@ class SettingsHolder:
                 await by.add(tx.conn, action, target, changes)
             tx.on_commit(lambda: self._bus.publish(CONTROL, {"type": "settings_changed"}))
         self.current = updated
-        self._tell()
         return updated
 
 
