@@ -30,6 +30,12 @@ export class Recount {
     return this.asking?.has(channelId) ?? false;
   }
 
+  /** Whether the channel waits for the next request (named again while one was in flight:
+   * that one's answer may predate what named it). */
+  pending(channelId: string): boolean {
+    return this.waiting.has(channelId);
+  }
+
   private schedule(): void {
     if (this.timer !== undefined || this.asking !== null || this.waiting.size === 0) return;
     this.timer = setTimeout(() => void this.run(), this.delay + Math.random() * this.jitter);

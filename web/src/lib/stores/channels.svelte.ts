@@ -30,7 +30,6 @@ class Channels {
   private doing = new Map<string, "left" | "deleted">();
   /** Channels whose subscription the server has not confirmed since the list was read. */
   private unconfirmed = new Set<string>();
-  private recount: ReturnType<typeof setTimeout> | undefined;
   /** The channel on screen (the address names it, a thread's too). */
   get active(): string | null {
     const route = router.route;
@@ -89,23 +88,10 @@ class Channels {
     for (const channel of gone) this.removed(channel.id, channel);
   }
 
-  /**
-   * A message stored between the list's answer and the subscription's confirmation came by
-   * neither road, so once the subscriptions are confirmed the counts are asked for again:
-   * one request for every channel, whatever the number confirmed close together.
-   */
+  /** A message stored between the list's answer and the subscription's confirmation came by
+   * neither road, so the read state asks for the counts again once it is confirmed. */
   private confirmed(channelId: string): void {
-    if (!this.unconfirmed.delete(channelId)) return;
-    clearTimeout(this.recount);
-    this.recount = setTimeout(() => void this.refreshCounts(), 250);
-  }
-
-  private async refreshCounts(): Promise<void> {
-    try {
-      readState.refresh(await api.channels());
-    } catch {
-      // the counts stay as they are; the next reconnect asks again
-    }
+    if (this.unconfirmed.delete(channelId)) readState.subscribed(channelId);
   }
 
   add(channel: Channel): void {
@@ -176,7 +162,6 @@ class Channels {
     this.loaded = false;
     this.notice = null;
     this.unconfirmed.clear();
-    clearTimeout(this.recount);
   }
 }
 

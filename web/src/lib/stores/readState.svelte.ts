@@ -42,6 +42,9 @@ class ReadStates {
   private queue = new ReadQueue((channelId, messageId) => this.post(channelId, messageId));
   /** Channels with a reply the page could not judge, asked of the server together. */
   private recount = new Recount((channelIds) => this.ask(channelIds), 1000, 1000);
+  /** Channels whose subscription the server confirmed: a message stored between the list's
+   * answer and the confirmation came by neither road, so their counts are asked again. */
+  private confirmed = new Recount((channelIds) => this.ask(channelIds), 250);
   /** Per channel, the replies after the marker the page could not judge: the server's answer
    * counts them, so a later `mention` of one (an edit naming the person) is asked again, not
    * added to a count that may hold it already. */
@@ -110,12 +113,10 @@ class ReadStates {
     this.known.clear();
   }
 
-  /** The list asked for again: each channel's state where its marker is not behind the
-   * page's own (a read not posted yet stays). */
-  refresh(list: ListedChannel[]): void {
-    for (const c of list) {
-      this.apply(c.id, { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount });
-    }
+  /** The server confirmed the subscription of a channel the list named: its counts are asked
+   * again, with every channel confirmed close together, in one request. */
+  subscribed(channelId: string): void {
+    this.confirmed.add(channelId);
   }
 
   /** A channel the person gained (`channel_created`), or one the page did not have. */
@@ -130,6 +131,7 @@ class ReadStates {
     this.unsure.delete(channelId);
     this.queue.drop(channelId);
     this.recount.drop(channelId);
+    this.confirmed.drop(channelId);
   }
 
   /** The server's state of a channel (an answer, `read_updated`): markers never move back. */
@@ -174,7 +176,9 @@ class ReadStates {
     const list = await api.channels();
     if (generation !== this.generation) return;
     for (const c of list) {
-      if (!channelIds.has(c.id)) continue;
+      // A channel counted into while this was on its way is asked again: this answer may
+      // predate that message, and would take it off the count until the next one.
+      if (!channelIds.has(c.id) || this.recount.pending(c.id) || this.confirmed.pending(c.id)) continue;
       this.apply(c.id, { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount });
     }
   }
@@ -191,7 +195,10 @@ class ReadStates {
       return;
     }
     // An answer on its way for this channel may or may not hold this message: ask again after.
-    if (was === undefined && this.recount.inFlight(channelId)) this.recount.add(channelId);
+    if (was === undefined) {
+      if (this.recount.inFlight(channelId)) this.recount.add(channelId);
+      if (this.confirmed.inFlight(channelId)) this.confirmed.add(channelId);
+    }
     if (was === undefined) {
       known.set(messageId, mention);
       state.unreadCount += 1;
@@ -254,6 +261,7 @@ class ReadStates {
   reset(): void {
     this.queue.drop();
     this.recount.drop();
+    this.confirmed.drop();
     this.generation += 1;
     this.states = {};
     this.visit = null;

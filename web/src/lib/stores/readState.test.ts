@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ListedChannel, Message } from "../types";
+
+let deliver: (event: unknown) => void = () => {};
+vi.mock("../socket.svelte", () => ({
+  socket: {
+    on: (listener: (event: unknown) => void) => {
+      deliver = listener;
+      return () => (deliver = () => {});
+    },
+    onReconnect: () => () => {},
+  },
+}));
+
+const { api } = await import("../api");
+const { readState } = await import("./readState.svelte");
+const { session } = await import("./session.svelte");
+
+function listed(unreadCount: number, lastReadId: string | null = null): ListedChannel {
+  return {
+    id: "ch_r",
+    name: "room",
+    type: "group",
+    agentIds: [],
+    createdAt: "2026-01-01T00:00:00Z",
+    lastReadId,
+    unreadCount,
+    mentionCount: 0,
+  } as unknown as ListedChannel;
+}
+
+function message(id: string): Message {
+  return {
+    id,
+    channelId: "ch_r",
+    agentId: null,
+    userId: "user_other",
+    content: "hello",
+    type: "text",
+    metadata: {},
+    createdAt: "2026-01-01T00:00:01Z",
+    threadId: null,
+    editedAt: null,
+    deleted: false,
+    reactions: [],
+    thread: null,
+  };
+}
+
+describe("read state after a subscription is confirmed", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    session.user = { id: "user_me", name: "Me", role: "guest" } as typeof session.user;
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+    readState.reset();
+  });
+
+  it("keeps a message counted live while the recount's answer, taken before it, is on its way", async () => {
+    readState.load([listed(0)]);
+    let answer: (list: ListedChannel[]) => void = () => {};
+    const channels = vi
+      .spyOn(api, "channels")
+      .mockImplementationOnce(() => new Promise((resolve) => (answer = resolve)))
+      .mockResolvedValue([listed(1)]);
+    readState.subscribed("ch_r");
+    await vi.advanceTimersByTimeAsync(250);
+    expect(channels).toHaveBeenCalledTimes(1);
+    deliver({ type: "message", data: message("m_1") });
+    expect(readState.get("ch_r").unreadCount).toBe(1);
+    // The server counted before the message was stored: that answer does not take it away.
+    answer([listed(0)]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(readState.get("ch_r").unreadCount).toBe(1);
+    // The channel is asked again, and that answer holds it.
+    await vi.advanceTimersByTimeAsync(250);
+    expect(channels).toHaveBeenCalledTimes(2);
+    expect(readState.get("ch_r").unreadCount).toBe(1);
+  });
+
+  it("takes the server's count when nothing arrived meanwhile", async () => {
+    readState.load([listed(0)]);
+    vi.spyOn(api, "channels").mockResolvedValue([listed(2)]);
+    readState.subscribed("ch_r");
+    await vi.advanceTimersByTimeAsync(250);
+    expect(readState.get("ch_r").unreadCount).toBe(2);
+  });
+});
