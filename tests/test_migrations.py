@@ -386,3 +386,60 @@ def test_the_usage_rollup_is_filled_from_the_daily_one_and_rebuilt_from_the_ledg
         (day, "agent_A", "user_Q", "oai/m2", 200, 1, 1),
         (day, "agent_B", "user_P", "oai/m1", 300, 1, 0),
     ]
+
+
+def test_messages_of_older_versions_are_found_by_channel_after_0020(store: Store) -> None:
+    """0020 indexes each message's channel beside its text on SQLite (PostgreSQL: nothing
+    changes): the messages already there are found by their words, held to their channel, and
+    a downgrade leaves the index of 0012, which finds them by their words as before."""
+    migrate.upgrade(store.url, "0010_node_leases")
+    store.fill()
+    migrate.upgrade(store.url, "0019_usage_rollup")
+    store.insert("channels", [("ch_02OTHER", "other", "group", STAMP, STAMP)])
+    extra = [
+        ("msg_02A", "ch_01OLD", None, "user_01GUEST", "composting the soil", "text"),
+        ("msg_02B", "ch_02OTHER", None, "user_01OWNER", "composting elsewhere", "text"),
+        ("msg_02T", "ch_01OLD", "agent_01OLD", None, "composting tool", "tool_call"),
+    ]
+    store.insert(
+        "messages",
+        [(*row, "{}", STAMP, None, None, None, 0, None, None, None) for row in extra],
+    )
+    migrate.upgrade(store.url, "0020_search_by_channel")
+    if store.path is None:
+        found = "SELECT id FROM messages WHERE search_tsv @@ plainto_tsquery('palaver_search', %s)"
+        assert sorted(store.rows(found, ("compost",))) == [("msg_02A",), ("msg_02B",)]
+        return
+    found = "SELECT m.id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid "
+    found += "WHERE messages_fts MATCH ? ORDER BY m.id"
+    assert store.rows(found, ('content : ("compost")',)) == [("msg_02A",), ("msg_02B",)]
+    held = 'content : ("compost") AND channel_id : ("02OTHER")'
+    assert store.rows(found, (held,)) == [("msg_02B",)]
+    assert store.rows(found, ('content : ("02OTHER")',)) == []
+    store.insert(
+        "messages",
+        [
+            (
+                "msg_03N",
+                "ch_02OTHER",
+                None,
+                "user_01OWNER",
+                "newer compost",
+                "text",
+                "{}",
+                STAMP,
+                None,
+                None,
+                None,
+                0,
+                None,
+                None,
+                None,
+            )
+        ],
+    )
+    assert store.rows(found, (held,)) == [("msg_02B",), ("msg_03N",)]
+    migrate.downgrade(store.url, "0019_usage_rollup")
+    assert store.rows(found, ("compost",)) == [("msg_02A",), ("msg_02B",), ("msg_03N",)]
+    columns = "SELECT name FROM pragma_table_info('messages_fts')"
+    assert store.rows(columns) == [("content",)]

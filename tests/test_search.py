@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from palaver.search.sqlite import SCOPED_CHANNELS
 from tests.support import Api, Guest, Server, new_agent, new_channel, post, sql, unique
 
 WIDE = {"messagesPerMinute": 100_000, "messageBurst": 100_000}
@@ -274,6 +275,44 @@ def test_a_guests_few_channels_are_filtered_inside_the_query_not_after_a_top_k(
         body = _search(guest.api, word, limit=5, sort=sort)
         assert [r["channel"]["id"] for r in body["results"]] == [mine["id"]]
         assert body["nextCursor"] is None
+
+
+def test_a_channel_s_id_is_not_a_word_of_its_messages(corpus: Corpus) -> None:
+    """The index holds each message's channel beside its text (for a guest's few channels):
+    searching for the id, or a piece of it, finds no message that does not say it."""
+    channel_id = corpus.alpha["id"]
+    for q in (channel_id, channel_id.rsplit("_", 1)[-1], "ch"):
+        assert _search(corpus.owner, q)["results"] == []
+        assert _search(corpus.guest.api, q)["results"] == []
+
+
+def test_a_guest_in_few_or_many_channels_finds_its_own_ranked_as_the_owner_sees_them(
+    corpus: Corpus,
+) -> None:
+    """Held to a few channels, the index is asked for their messages alone; held to many, SQL
+    checks each match's channel: either way the guest finds what it reads, in the order the
+    owner's search puts those messages."""
+    owner, guest = corpus.owner, corpus.guest
+    word = unique("quokka")
+    rooms = [new_channel(owner, member_ids=[guest.id]) for _ in range(SCOPED_CHANNELS + 1)]
+    hidden = new_channel(owner)
+    for n, text in enumerate([f"{word}", f"{word} and {word} again", f"{word} once more"]):
+        post(owner, rooms[n]["id"], f"{text} in a room of mine")
+        post(owner, hidden["id"], f"{text} elsewhere {word} {word}")
+    mine = {room["id"] for room in rooms}
+
+    def ranked(api: Api) -> list[str]:
+        results = _search(api, word, limit=50)["results"]
+        return [r["message"]["id"] for r in results if r["channel"]["id"] in mine]
+
+    expected = ranked(owner)
+    assert len(expected) == 3
+    assert ranked(guest.api) == expected
+    assert len(_search(guest.api, word, limit=50)["results"]) == 3
+    for room in rooms[3:]:
+        owner.ok("PUT", f"/api/channels/{room['id']}", json={"memberIds": []})
+    assert ranked(guest.api) == expected
+    assert len(_search(guest.api, word, limit=50)["results"]) == 3
 
 
 def test_a_post_is_found_as_soon_as_it_returns_and_an_edit_by_its_new_words_only(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from palaver.errors import Invalid
 from palaver.search.base import marked
 from palaver.search.query import Query, Terms, parse
-from palaver.search.sqlite import match_text
+from palaver.search.sqlite import SCOPED_CHANNELS, match_text
 from palaver.store.tables.knowledge import FTS_TOKENIZE
 
 
@@ -34,14 +34,23 @@ def test_a_query_parses_into_its_parts() -> None:
 
 def test_fts5_syntax_in_a_word_is_quoted_text() -> None:
     assert match_text(parse('NEAR(a b) x* ^y content:z "say ""hi"""')) == (
-        '"NEAR(a" AND "b)" AND "x*" AND "^y" AND "content:z" AND "say" AND "hi"'
+        'content : ("NEAR(a" AND "b)" AND "x*" AND "^y" AND "content:z" AND "say" AND "hi")'
     )
-    assert match_text(parse('a -b -"c d"')) == '("a") NOT ("b" OR "c d")'
+    assert match_text(parse('a -b -"c d"')) == 'content : ("a") NOT content : ("b" OR "c d")'
+
+
+def test_a_search_held_to_a_few_channels_asks_fts5_for_their_messages_alone() -> None:
+    query = parse("a -b")
+    assert match_text(query, ["ch_01ABC", "ch_01DEF"]) == (
+        '(content : ("a") NOT content : ("b")) AND channel_id : ("01ABC" OR "01DEF")'
+    )
+    many = [f"ch_{n:03}" for n in range(SCOPED_CHANNELS + 1)]
+    assert match_text(query, many) == match_text(query) == match_text(query, [])
 
 
 _FTS = sqlite3.connect(":memory:")
-_FTS.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{FTS_TOKENIZE}')")
-_FTS.execute("INSERT INTO t VALUES ('the quick brown fox NEAR content')")
+_FTS.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, channel_id, tokenize='{FTS_TOKENIZE}')")
+_FTS.execute("INSERT INTO t VALUES ('the quick brown fox NEAR content', 'ch_01ABC')")
 
 
 _PIECES = [
@@ -64,9 +73,10 @@ def test_anything_typed_parses_or_is_invalid_and_fts5_accepts_what_it_compiles_t
     except Invalid as exc:
         assert exc.message and exc.status == 400
         return
-    match = match_text(query)
-    if match is not None:
-        _FTS.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
+    for channels in (None, ["ch_01ABC", 'ch_0"1']):
+        match = match_text(query, channels)
+        if match is not None:
+            _FTS.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
 
 
 @pytest.mark.parametrize(

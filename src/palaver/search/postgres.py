@@ -67,7 +67,9 @@ class PostgresMessageSearch:
         query_text: str,
     ) -> Found:
         position = decode_cursor(cursor, query_text, sort)
-        found = select(messages.c.id).where(*narrowing(conn, query, viewer), *_matches(query))
+        found = select(messages.c.id).where(
+            *narrowing(conn, query, viewer).conditions, *_matches(query)
+        )
         walk_avoided = bool(query.required) and (query.before is not None or bool(query.has))
         if walk_avoided:
             # The planner walks the primary key backwards whenever it expects matches all
