@@ -315,6 +315,28 @@ def test_a_guest_in_few_or_many_channels_finds_its_own_ranked_as_the_owner_sees_
     assert len(_search(guest.api, word, limit=50)["results"]) == 3
 
 
+def test_what_is_found_does_not_change_once_the_database_keeps_statistics(
+    corpus: Corpus,
+) -> None:
+    """PostgreSQL reads a query with a phrase through its text index when the statistics
+    ANALYZE keeps say few rows hold all its words, through the planner's choice otherwise: the
+    results and their order are the same either way."""
+    queries = ['"quick brown fox"', '"brown quick"', 'fox -"brown quick"', '"pipeline failed"']
+    queries += ['in:#alpha "pipeline failed"', "quick brown fox", "connect"]
+
+    def results() -> dict[tuple[str, str], list[str]]:
+        return {
+            (q, sort): [r["message"]["id"] for r in _search(corpus.owner, q, sort=sort)["results"]]
+            for q in queries
+            for sort in ("relevance", "recent")
+        }
+
+    before = results()
+    sql(corpus.server, "ANALYZE")
+    assert results() == before
+    assert before[('"quick brown fox"', "recent")] == [corpus.ids["phrase"]]
+
+
 def test_a_post_is_found_as_soon_as_it_returns_and_an_edit_by_its_new_words_only(
     corpus: Corpus,
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, literal_column, select
+from sqlalchemy import ColumnElement, Connection, func, literal_column, select, text
 
 from palaver.search.base import (
     RANKED_CANDIDATES,
@@ -35,6 +35,23 @@ from palaver.store.tables.core import messages
 CONFIG: ColumnElement[Any] = literal_column("'palaver_search'::regconfig")
 TSV: ColumnElement[Any] = literal_column("messages.search_tsv")
 HEADLINE_OPTIONS = f"StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_TOKENS}, MinWords=12"
+FEW_ROWS = 20_000
+"""Up to how many rows holding every word of a query with a phrase the text index's bitmap (each
+such row read and checked for the phrase, then sorted) costs less than the planner's walk."""
+_HOLDING_ALL = text(
+    "SELECT exp(sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], "
+    "s.freqs[s.n + 1]), 1e-9)))) * max(c.reltuples) "
+    "FROM unnest(tsvector_to_array(to_tsvector('palaver_search', :words))) AS w, "
+    "(SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs, "
+    "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats "
+    "WHERE schemaname = current_schema() AND tablename = 'messages' "
+    "AND attname = 'search_tsv') AS s, "
+    "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass) AS c"
+)
+"""About how many rows hold every one of `words`, from the statistics ANALYZE keeps of the
+column (its most common lexemes with their frequencies; one not among them is at most as
+frequent as the least of them), taken as independent, as the planner takes them; null before
+the first ANALYZE."""
 
 
 def _tsquery(parts: tuple[Terms, ...], joiner: str) -> Any:
@@ -70,12 +87,16 @@ class PostgresMessageSearch:
         found = select(messages.c.id).where(
             *narrowing(conn, query, viewer).conditions, *_matches(query)
         )
-        walk_avoided = bool(query.required) and (query.before is not None or bool(query.has))
+        walk_avoided = bool(query.required) and (
+            query.before is not None or bool(query.has) or _rare_phrase(conn, query)
+        )
         if walk_avoided:
             # The planner walks the primary key backwards whenever it expects matches all
             # along it; `before:` puts them far back and `has:` is a guess, so its walk read
-            # most of the table (0.3 s at 1M messages). The text index bounds the work by the
-            # words' matches instead. Until the page's ids are read, in this transaction only.
+            # most of the table (0.3 s at 1M messages). A phrase it estimates as its words
+            # together, expecting thousands of matches where there are hundreds. The text
+            # index bounds the work by the words' matches instead. Until the page's ids are
+            # read, in this transaction only.
             conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
         if sort == "relevance" and query.required:
             candidates = (
@@ -121,6 +142,15 @@ class PostgresMessageSearch:
             )
         next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
         return Found(hits=hits, next_cursor=next_cursor)
+
+
+def _rare_phrase(conn: Connection, query: Query) -> bool:
+    """Whether the query has a phrase and few rows hold all its words (`FEW_ROWS`)."""
+    if not any(len(t.words) > 1 for t in query.required):
+        return False
+    words = " ".join(t.text for t in query.required)
+    rows = conn.execute(_HOLDING_ALL, {"words": words}).scalar()
+    return rows is not None and rows <= FEW_ROWS
 
 
 def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:
