@@ -335,6 +335,11 @@ def test_what_is_found_does_not_change_once_the_database_keeps_statistics(
     sql(corpus.server, "ANALYZE")
     assert results() == before
     assert before[('"quick brown fox"', "recent")] == [corpus.ids["phrase"]]
+    # A phrase of many rare words: its estimate, a product of small frequencies, is summed as
+    # logs (as a product it fell below what a float holds and failed the search).
+    long_phrase = '"' + " ".join(f"q{n}" for n in range(100)) + '"'
+    for sort in ("relevance", "recent"):
+        assert _search(corpus.guest.api, long_phrase, sort=sort)["results"] == []
 
 
 def test_a_post_is_found_as_soon_as_it_returns_and_an_edit_by_its_new_words_only(

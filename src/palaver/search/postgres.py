@@ -9,6 +9,7 @@ tsquery's `&&`, `||` and `!!` in SQL, so no user text is ever read as tsquery sy
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, literal_column, select, text
@@ -39,19 +40,22 @@ FEW_ROWS = 20_000
 """Up to how many rows holding every word of a query with a phrase the text index's bitmap (each
 such row read and checked for the phrase, then sorted) costs less than the planner's walk."""
 _HOLDING_ALL = text(
-    "SELECT exp(sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], "
-    "s.freqs[s.n + 1]), 1e-9)))) * max(c.reltuples) "
+    "SELECT sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], s.freqs[s.n + 1]), "
+    "1e-9))) + ln(greatest(max(c.reltuples), 1)) "
     "FROM unnest(tsvector_to_array(to_tsvector('palaver_search', :words))) AS w, "
     "(SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs, "
-    "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats "
-    "WHERE schemaname = current_schema() AND tablename = 'messages' "
-    "AND attname = 'search_tsv') AS s, "
+    "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats p "
+    "JOIN pg_class t ON t.relname = p.tablename "
+    "JOIN pg_namespace ns ON ns.oid = t.relnamespace AND ns.nspname = p.schemaname "
+    "WHERE t.oid = 'messages'::regclass AND p.attname = 'search_tsv' AND NOT p.inherited "
+    "AND p.most_common_elems IS NOT NULL) AS s, "
     "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass) AS c"
 )
-"""About how many rows hold every one of `words`, from the statistics ANALYZE keeps of the
-column (its most common lexemes with their frequencies; one not among them is at most as
-frequent as the least of them), taken as independent, as the planner takes them; null before
-the first ANALYZE."""
+"""The natural log of about how many rows hold every one of `words`, from the statistics
+ANALYZE keeps of the column (its most common lexemes with their frequencies; one not among
+them is at most as frequent as the least of them), taken as independent, as the planner takes
+them. Summed as logs: the product of a long phrase's frequencies is below what a float holds.
+Null before the first ANALYZE."""
 
 
 def _tsquery(parts: tuple[Terms, ...], joiner: str) -> Any:
@@ -150,7 +154,7 @@ def _rare_phrase(conn: Connection, query: Query) -> bool:
         return False
     words = " ".join(t.text for t in query.required)
     rows = conn.execute(_HOLDING_ALL, {"words": words}).scalar()
-    return rows is not None and rows <= FEW_ROWS
+    return rows is not None and rows <= math.log(FEW_ROWS)
 
 
 def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:

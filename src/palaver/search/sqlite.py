@@ -113,7 +113,7 @@ class SqliteMessageSearch:
         if sort == "relevance" and match is not None:
             candidates = (
                 found.add_columns(
-                    # The channel column weighs nothing: ranks are the content's alone.
+                    # The channel column weighs nothing (its tokens count in a row's length).
                     func.bm25(literal_column("messages_fts"), 1.0, 0.0).label("score")
                 )
                 .order_by(rowid.desc())

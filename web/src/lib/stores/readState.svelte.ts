@@ -25,6 +25,9 @@ export interface Visit {
   unread: number;
 }
 
+/** How many answers in a row a channel's counts may set aside (see `setAside`). */
+const MAX_SET_ASIDE = 2;
+
 const EMPTY: ReadState = { lastReadId: null, unreadCount: 0, mentionCount: 0 };
 
 class ReadStates {
@@ -44,7 +47,11 @@ class ReadStates {
   private recount = new Recount((channelIds) => this.ask(channelIds), 1000, 1000);
   /** Channels whose subscription the server confirmed: a message stored between the list's
    * answer and the confirmation came by neither road, so their counts are asked again. */
-  private confirmed = new Recount((channelIds) => this.ask(channelIds), 250);
+  private confirmed = new Recount((channelIds) => this.ask(channelIds), 250, 250);
+  /** Per channel, how many answers in a row were set aside for a message counted while they
+   * were on their way: after `MAX_SET_ASIDE`, the next one stands (a channel busier than a
+   * message per round trip would otherwise be asked for ever). */
+  private setAside = new Map<string, number>();
   /** Per channel, the replies after the marker the page could not judge: the server's answer
    * counts them, so a later `mention` of one (an edit naming the person) is asked again, not
    * added to a count that may hold it already. */
@@ -132,6 +139,7 @@ class ReadStates {
     this.queue.drop(channelId);
     this.recount.drop(channelId);
     this.confirmed.drop(channelId);
+    this.setAside.delete(channelId);
   }
 
   /** The server's state of a channel (an answer, `read_updated`): markers never move back. */
@@ -176,9 +184,19 @@ class ReadStates {
     const list = await api.channels();
     if (generation !== this.generation) return;
     for (const c of list) {
+      if (!channelIds.has(c.id)) continue;
       // A channel counted into while this was on its way is asked again: this answer may
       // predate that message, and would take it off the count until the next one.
-      if (!channelIds.has(c.id) || this.recount.pending(c.id) || this.confirmed.pending(c.id)) continue;
+      if (this.recount.pending(c.id) || this.confirmed.pending(c.id)) {
+        const times = (this.setAside.get(c.id) ?? 0) + 1;
+        if (times <= MAX_SET_ASIDE) {
+          this.setAside.set(c.id, times);
+          continue;
+        }
+        this.recount.drop(c.id);
+        this.confirmed.drop(c.id);
+      }
+      this.setAside.delete(c.id);
       this.apply(c.id, { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount });
     }
   }
@@ -194,8 +212,9 @@ class ReadStates {
       this.recount.add(channelId);
       return;
     }
-    // An answer on its way for this channel may or may not hold this message: ask again after.
-    if (was === undefined) {
+    // An answer on its way for this channel may or may not hold this message (or its mention):
+    // ask again after.
+    if (was === undefined || (mention && !was)) {
       if (this.recount.inFlight(channelId)) this.recount.add(channelId);
       if (this.confirmed.inFlight(channelId)) this.confirmed.add(channelId);
     }
@@ -262,6 +281,7 @@ class ReadStates {
     this.queue.drop();
     this.recount.drop();
     this.confirmed.drop();
+    this.setAside.clear();
     this.generation += 1;
     this.states = {};
     this.visit = null;

@@ -66,7 +66,7 @@ describe("read state after a subscription is confirmed", () => {
       .mockImplementationOnce(() => new Promise((resolve) => (answer = resolve)))
       .mockResolvedValue([listed(1)]);
     readState.subscribed("ch_r");
-    await vi.advanceTimersByTimeAsync(250);
+    await vi.advanceTimersByTimeAsync(500);
     expect(channels).toHaveBeenCalledTimes(1);
     deliver({ type: "message", data: message("m_1") });
     expect(readState.get("ch_r").unreadCount).toBe(1);
@@ -75,7 +75,7 @@ describe("read state after a subscription is confirmed", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(readState.get("ch_r").unreadCount).toBe(1);
     // The channel is asked again, and that answer holds it.
-    await vi.advanceTimersByTimeAsync(250);
+    await vi.advanceTimersByTimeAsync(500);
     expect(channels).toHaveBeenCalledTimes(2);
     expect(readState.get("ch_r").unreadCount).toBe(1);
   });
@@ -84,7 +84,42 @@ describe("read state after a subscription is confirmed", () => {
     readState.load([listed(0)]);
     vi.spyOn(api, "channels").mockResolvedValue([listed(2)]);
     readState.subscribed("ch_r");
-    await vi.advanceTimersByTimeAsync(250);
+    await vi.advanceTimersByTimeAsync(500);
     expect(readState.get("ch_r").unreadCount).toBe(2);
+  });
+
+  it("asks again when a known message became a mention while the answer was on its way", async () => {
+    readState.load([listed(0)]);
+    deliver({ type: "message", data: message("m_1") });
+    let answer: (list: ListedChannel[]) => void = () => {};
+    const channels = vi
+      .spyOn(api, "channels")
+      .mockImplementationOnce(() => new Promise((resolve) => (answer = resolve)))
+      .mockResolvedValue([{ ...listed(1), mentionCount: 1 }]);
+    readState.subscribed("ch_r");
+    await vi.advanceTimersByTimeAsync(500);
+    deliver({ type: "mention", data: { channelId: "ch_r", messageId: "m_1" } });
+    expect(readState.get("ch_r").mentionCount).toBe(1);
+    answer([listed(1)]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(readState.get("ch_r").mentionCount).toBe(1);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(channels).toHaveBeenCalledTimes(2);
+    expect(readState.get("ch_r").mentionCount).toBe(1);
+  });
+
+  it("lets an answer stand after two set aside, so a busy channel is not asked for ever", async () => {
+    readState.load([listed(0)]);
+    let n = 0;
+    const channels = vi.spyOn(api, "channels").mockImplementation(async () => {
+      // Every answer is overtaken by a message that arrives while it is on its way.
+      n += 1;
+      deliver({ type: "message", data: message(`m_${n}`) });
+      return [listed(7)];
+    });
+    readState.subscribed("ch_r");
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(channels).toHaveBeenCalledTimes(3);
+    expect(readState.get("ch_r").unreadCount).toBe(7);
   });
 });

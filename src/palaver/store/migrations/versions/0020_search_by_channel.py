@@ -6,7 +6,8 @@ hand over every match of the word in all 200 to find a page in its own.
 
 The table is made again with both columns and filled from `messages` as 0012 filled it; the
 triggers carry the channel. Words are matched in the `content` column only
-(`palaver.search.sqlite`), and BM25 weighs the channel column 0, so ranks are as before.
+(`palaver.search.sqlite`), and BM25 weighs the channel column 0 (its two tokens a row still
+count in the rows' lengths that BM25 normalises by, a small shift for short messages).
 Freed pages of the old index are zeroed (`secure_delete`), as every erase's are.
 PostgreSQL: nothing (its search filters `messages.channel_id` through its own indexes).
 
@@ -45,7 +46,7 @@ def _make(columns: tuple[str, ...]) -> tuple[str, ...]:
         "tokenize='porter unicode61 remove_diacritics 2')",
         f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages {INDEXED.format(row='new')} "
         f"BEGIN {insert} END",
-        f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages "
+        f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF {names} ON messages "
         f"{INDEXED.format(row='old')} BEGIN {delete} {insert} END",
         f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages {INDEXED.format(row='old')} "
         f"BEGIN {delete} END",
