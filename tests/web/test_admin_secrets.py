@@ -5,6 +5,7 @@ once its invite dialog has closed."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from playwright.sync_api import Error as PlaywrightError
@@ -51,13 +52,16 @@ def test_no_screen_shows_a_secret_whole(
 
     def record(route: Any) -> None:
         """Every API answer, read as it passes (a navigation would drop unread bodies). A
-        request still in flight when the page goes away is let go, not reported later."""
+        request still in flight when the page goes away is let go, not reported later, and
+        its route is ended: one left open counts as in flight, and the next page's
+        `networkidle` never comes (a recount the page starts as it is left)."""
         try:
             answer = route.fetch()
             bodies.append(answer.text())
             route.fulfill(response=answer)
         except PlaywrightError:
-            return
+            with contextlib.suppress(PlaywrightError):
+                route.abort()
 
     page.route("**/api/**", record)
     page.on("websocket", lambda ws: ws.on("framereceived", lambda f: frames.append(str(f))))

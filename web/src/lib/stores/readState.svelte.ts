@@ -47,7 +47,7 @@ class ReadStates {
   private recount = new Recount((channelIds) => this.ask(channelIds), 1000, 1000);
   /** Channels whose subscription the server confirmed: a message stored between the list's
    * answer and the confirmation came by neither road, so their counts are asked again. */
-  private confirmed = new Recount((channelIds) => this.ask(channelIds), 250, 250);
+  private confirmed = new Recount((channelIds) => this.ask(channelIds), 250);
   /** Per channel, how many answers in a row were set aside for a message counted while they
    * were on their way: after `MAX_SET_ASIDE`, the next one stands (a channel busier than a
    * message per round trip would otherwise be asked for ever). */
