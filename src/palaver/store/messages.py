@@ -7,10 +7,25 @@ sync connection, so that a post or a history page runs whole as one unit of work
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message, Reaction
@@ -46,7 +61,9 @@ SHOWN = or_(messages.c.deleted_at.is_(None), messages.c.reply_count > 0)
 paging `before` one still works) and show only as a thread's head."""
 
 
-def _timeline(channel_id: str, thread_id: str | None) -> ColumnElement[bool]:
+def _timeline(
+    channel_id: str | BindParameter[str], thread_id: str | BindParameter[str] | None
+) -> ColumnElement[bool]:
     """A channel's main timeline (no thread replies), or one thread: its root, then replies."""
     if thread_id is None:
         return and_(messages.c.channel_id == channel_id, messages.c.thread_id.is_(None), SHOWN)
@@ -122,14 +139,30 @@ def page_ids(
     """The ids of `page`, from the index alone; with `after`, the `limit` oldest messages newer
     than it instead (and older than `before` if given too: a gap filled from its start),
     oldest first all the same."""
-    query = select(messages.c.id).where(_timeline(channel_id, thread_id))
-    if before is not None:
-        query = query.where(messages.c.id < before)
-    if after is not None:
-        query = query.where(messages.c.id > after).order_by(messages.c.id.asc()).limit(limit)
-        return list(conn.execute(query).scalars().all())
-    ids = conn.execute(query.order_by(messages.c.id.desc()).limit(limit)).scalars().all()
-    return list(reversed(ids))
+    values: dict[str, Any] = {"channel_id": channel_id, "limit": limit}
+    for name, value in (("thread_id", thread_id), ("before", before), ("after", after)):
+        if value is not None:
+            values[name] = value
+    query = _page_ids_query(thread_id is not None, before is not None, after is not None)
+    ids = list(conn.execute(query, values).scalars().all())
+    return ids if after is not None else ids[::-1]
+
+
+@functools.cache
+def _page_ids_query(thread: bool, before: bool, after: bool) -> Select[tuple[str]]:
+    """`page_ids`' statement for one shape, built once and run with its values bound: building
+    it (and its cache key) for every page cost more than running it (docs/NOTES.md, "Hot
+    paths and caches")."""
+    query = select(messages.c.id).where(
+        _timeline(bindparam("channel_id"), bindparam("thread_id") if thread else None)
+    )
+    if before:
+        query = query.where(messages.c.id < bindparam("before"))
+    if after:
+        query = query.where(messages.c.id > bindparam("after")).order_by(messages.c.id.asc())
+    else:
+        query = query.order_by(messages.c.id.desc())
+    return query.limit(bindparam("limit", type_=Integer))
 
 
 UNREAD_TYPES = ("text", "image", "file")
@@ -167,14 +200,16 @@ def unread(
     return counted
 
 
+_BY_IDS = select(messages).where(messages.c.id.in_(bindparam("ids", expanding=True)))
+_CHANNEL_OF = select(messages.c.channel_id).where(messages.c.id == bindparam("id"))
+
+
 def by_ids(conn: Connection, ids: list[str]) -> list[Message]:
-    rows = conn.execute(select(messages).where(messages.c.id.in_(ids)))
-    return [from_row(r) for r in rows]
+    return [from_row(r) for r in conn.execute(_BY_IDS, {"ids": ids})]
 
 
 def channel_of(conn: Connection, message_id: str) -> str | None:
-    found = conn.execute(select(messages.c.channel_id).where(messages.c.id == message_id))
-    return found.scalar_one_or_none()
+    return conn.execute(_CHANNEL_OF, {"id": message_id}).scalar_one_or_none()
 
 
 def idempotent_message_id(conn: Connection, user_id: str, key: str, since: datetime) -> str | None:
