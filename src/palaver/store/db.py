@@ -18,9 +18,9 @@ import asyncio
 import logging
 import random
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -65,8 +65,9 @@ class Tx:
         self._after.append(callback)
 
 
-def _configure_sqlite(engine: Engine, begin: str) -> None:
-    """WAL for concurrent readers; transactions begun by us, so writers can take the lock first."""
+def _configure_sqlite(engine: Engine, begin: str | None) -> None:
+    """WAL for concurrent readers; transactions begun by us, so writers can take the lock first
+    (by `begin` on SQLAlchemy's `begin` event, or, where None, by the caller)."""
 
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -82,6 +83,9 @@ def _configure_sqlite(engine: Engine, begin: str) -> None:
         ):
             cur.execute(f"PRAGMA {pragma}")
         cur.close()
+
+    if begin is None:
+        return
 
     @event.listens_for(engine, "begin")
     def on_begin(conn: Any) -> None:
@@ -350,6 +354,17 @@ def commit_in_order(conn: Connection, key: str) -> None:
         conn.execute(_ORDERED, {"key": key})
 
 
+@contextmanager
+def _begun(engine: Engine, begin: str) -> Iterator[Connection]:
+    """A connection in a transaction that `begin` opened, committed at the end (rolled back on
+    an exception). Sent here rather than by a listener of SQLAlchemy's `begin` event: any such
+    listener makes every statement on the engine dispatch events, which cost a history page
+    more than its query did."""
+    with engine.connect() as conn, conn.begin():
+        conn.exec_driver_sql(begin)
+        yield conn
+
+
 class _SqliteUnits:
     """Sync connections on threads of their own: one writer thread, a few reader threads."""
 
@@ -360,13 +375,13 @@ class _SqliteUnits:
         self.reader = create_engine(
             sync_url, pool_size=READ_THREADS, max_overflow=0, connect_args=args
         )
-        _configure_sqlite(self.writer, "BEGIN IMMEDIATE")
-        _configure_sqlite(self.reader, "BEGIN")
+        _configure_sqlite(self.writer, None)
+        _configure_sqlite(self.reader, None)
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="palaver-db-write")
         self.read_threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="palaver-db-read")
 
     def read(self, unit: Unit[T]) -> T:
-        with self.reader.connect() as conn, conn.begin():
+        with _begun(self.reader, "BEGIN") as conn:
             return unit(conn)
 
     def write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
@@ -374,7 +389,7 @@ class _SqliteUnits:
         others run again one transaction each, so a unit must be safe to run twice (nothing it
         did in the rolled-back transaction is kept)."""
         try:
-            with self.writer.connect() as conn, conn.begin():
+            with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
                 return [(True, unit(conn)) for unit in units]
         except Exception as exc:
             if len(units) == 1:
@@ -382,14 +397,14 @@ class _SqliteUnits:
         outcomes: list[tuple[bool, Any]] = []
         for unit in units:
             try:
-                with self.writer.connect() as conn, conn.begin():
+                with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
                     outcomes.append((True, unit(conn)))
             except Exception as exc:
                 outcomes.append((False, exc))
         return outcomes
 
     def search_index_pages(self) -> int:
-        with self.reader.connect() as conn, conn.begin():
+        with _begun(self.reader, "BEGIN") as conn:
             return int(conn.exec_driver_sql("SELECT count(*) FROM messages_fts_data").scalar_one())
 
     def merge_search_index(self) -> bool:
@@ -400,7 +415,7 @@ class _SqliteUnits:
         rewritten. Answers whether there was work (FTS5 counts two changes or more then).
         SQLite 3.42's `secure-delete` option would remove the words at the delete itself;
         the SQLite Python ships here may be older."""
-        with self.writer.connect() as conn, conn.begin():
+        with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
             raw = conn.connection.dbapi_connection
             assert raw is not None
             before: int = raw.total_changes
