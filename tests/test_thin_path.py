@@ -166,3 +166,61 @@ def test_both_paths_renew_an_aging_session_cookie(server: Server, owner: Api, ch
         posted = _post(api, {"channelId": channel, "content": "renewed"})
         assert posted.status_code == 200
         assert api.token in posted.headers["set-cookie"]
+
+
+def test_the_thin_path_checks_the_host_and_sends_the_security_headers(
+    server: Server, owner: Api, channel: str
+) -> None:
+    """Ahead of the middlewares (api/hot_routes.py `HotPaths`), it still does their work."""
+    refusal = {"error": "This server does not answer to that host name (Host header)."}
+    evil = {"Host": "evil.example"}
+    read = owner.get(f"/api/messages?channelId={channel}", headers=evil)
+    posted = owner.post("/api/messages", json={"channelId": channel, "content": "x"}, headers=evil)
+    for response in (read, posted):
+        assert (response.status_code, response.json()) == (400, refusal)
+    assert history(owner, channel) == []
+    for response in (
+        _read(owner, f"channelId={channel}"),
+        _post(owner, {"channelId": channel, "content": "hi"}),
+        _read(owner, "channelId=ch_none"),
+    ):
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "same-origin"
+
+
+def test_a_post_of_undeclared_or_excessive_length_meets_the_body_limit(
+    owner: Api, channel: str
+) -> None:
+    body = orjson.dumps({"channelId": channel, "content": "chunked"})
+    chunked = owner.post(
+        "/api/messages", content=iter([body]), headers={"content-type": "application/json"}
+    )
+    assert chunked.status_code == 200, chunked.text
+    huge = b" " * (8 * 1024 * 1024 + 1)
+    too_large = owner.post(
+        "/api/messages",
+        content=iter([body[:-1], huge, b"}"]),
+        headers={"content-type": "application/json"},
+    )
+    assert too_large.status_code == 413 and too_large.json()["error"]
+    declared = owner.post(
+        "/api/messages", content=body + huge, headers={"content-type": "application/json"}
+    )
+    assert declared.status_code == 413 and declared.json()["error"]
+    assert [m["content"] for m in history(owner, channel)] == ["chunked"]
+
+
+def test_the_thin_path_answers_a_refusal_with_its_headers(server: Server, channel: str) -> None:
+    """A domain error raised on the thin path goes to the app's handler: 429 and Retry-After."""
+    with server.login() as api:
+        api.put("/api/settings", json={"limits": {"messagesPerMinute": 1, "messageBurst": 1}})
+        try:
+            first = _post(api, {"channelId": channel, "content": "one"})
+            second = _post(api, {"channelId": channel, "content": "two"})
+            fastapi = _post(api, {"channelId": channel, "content": "two"}, typed=False)
+        finally:
+            wide = {"messagesPerMinute": 100_000, "messageBurst": 100_000}
+            api.put("/api/settings", json={"limits": wide}).raise_for_status()
+    assert first.status_code == 200
+    assert second.status_code == 429 and "retry-after" in second.headers
+    _same(second, fastapi)

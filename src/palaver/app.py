@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from palaver import tracing
 from palaver.actions import auth, channel_import
@@ -47,7 +48,7 @@ from palaver.api import (
 )
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
-from palaver.api.hot_routes import MessagesThinRoute
+from palaver.api.hot_routes import HotPaths, MessagesThinRoute
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.backup_schedule import BackupRunner
@@ -185,6 +186,19 @@ def _bus_and_limiter(
     return InProcessBus(), MemoryRateLimiter()
 
 
+class PalaverApp(FastAPI):
+    """FastAPI with, unless requests are measured or traced, `HotPaths` ahead of the stack."""
+
+    hot_paths: AllowedHosts | None = None
+    """The allowed hosts `HotPaths` checks; None leaves the thin route in the router."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        if self.hot_paths is None:
+            return stack
+        return HotPaths(stack, self.exception_handlers, self.hot_paths)
+
+
 def create_app(config: Config) -> FastAPI:
     svc = build_services(config)
     tracing.start(svc.node_id)
@@ -242,7 +256,7 @@ def create_app(config: Config) -> FastAPI:
                 await exporter.aclose()
             await anyio.to_thread.run_sync(tracing.shutdown)
 
-    app = FastAPI(
+    app = PalaverApp(
         title="Palaver",
         version="0.1.0",
         openapi_url="/api/openapi.json",
@@ -286,9 +300,13 @@ def create_app(config: Config) -> FastAPI:
         app.include_router(debug.router(install_counts(svc.db)))
     # Last: its catch-all answers the page for every other GET.
     app.include_router(web_client.build_router())
-    # First: well-formed reads and posts of messages skip FastAPI's dependency solving.
-    app.router.routes.insert(0, MessagesThinRoute(app.router))
-    tracing.instrument(app, svc.db, redis=bool(config.redis_url))
+    spans = "fastapi" in tracing.instrument(app, svc.db, redis=bool(config.redis_url))
+    # Well-formed reads and posts of messages skip FastAPI's dependency solving: ahead of the
+    # middlewares, or, where a middleware measures or traces every request, first in the router.
+    if spans or isinstance(svc.metrics, Metrics):
+        app.router.routes.insert(0, MessagesThinRoute(app.router))
+    else:
+        app.hot_paths = svc.hosts
     return app
 
 

@@ -182,6 +182,19 @@ def build_router(dist: Path = DIST) -> APIRouter:
     return router
 
 
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
+
+
+def with_security_headers(message: Message) -> Message:
+    """A response's start with `SECURITY_HEADERS` added where it does not set them itself."""
+    if message["type"] == "http.response.start":
+        headers = list(message.get("headers", []))
+        present = {name.lower() for name, _ in headers}
+        headers += [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+        message["headers"] = headers
+    return message
+
+
 class SecurityHeaders:
     """`nosniff` and a same-origin referrer on every HTTP answer, API and uploads included."""
 
@@ -194,16 +207,6 @@ class SecurityHeaders:
             return
 
         async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                present = {name.lower() for name, _ in headers}
-                for name, value in (
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"same-origin"),
-                ):
-                    if name not in present:
-                        headers.append((name, value))
-                message["headers"] = headers
-            await send(message)
+            await send(with_security_headers(message))
 
         await self.app(scope, receive, send_with_headers)
