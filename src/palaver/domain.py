@@ -23,7 +23,7 @@ BUILTIN_TOOLS: tuple[str, ...] = (
 
 def iso(dt: datetime) -> str:
     """ISO 8601 UTC with milliseconds and a Z, the one timestamp format clients see."""
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return f"{dt.isoformat(timespec='milliseconds')[:23]}Z"
 
 
 @dataclass(frozen=True)

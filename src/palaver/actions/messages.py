@@ -32,10 +32,6 @@ MAX_METADATA_BYTES = 16 * 1024
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 
 
-def message_event(message: Message) -> dict[str, Any]:
-    return {"type": "message", "data": message.as_json()}
-
-
 async def history_json(
     svc: Services,
     user: User,
@@ -85,9 +81,13 @@ def _encode(svc: Services, message: Message, generation: int | None = None) -> b
     finish it, and its replacement's event could come between a page's read and this) or it
     changed since `generation` (see `EncodedMessages.put`)."""
     encoded = orjson.dumps(message.as_json())
+    _keep(svc, message, encoded, generation)
+    return encoded
+
+
+def _keep(svc: Services, message: Message, encoded: bytes, generation: int | None = None) -> None:
     if not message.metadata.get("interrupted"):
         svc.caches.messages.put(message.id, encoded, generation)
-    return encoded
 
 
 def check_content(svc: Services, content: str, kind: str, metadata: dict[str, Any] | None) -> None:
@@ -193,9 +193,11 @@ async def post(
             raise
         if isinstance(stored, str):
             return stored, decision.headers()
-        _encode(svc, stored)
+        data = stored.as_json()
+        _keep(svc, stored, orjson.dumps(data))
         # In line while the order is held; heard (through Redis: a round trip) after it.
-        heard = await svc.bus.enqueue(channel_topic(channel_id), message_event(stored))
+        event = {"type": "message", "data": data}
+        heard = await svc.bus.enqueue(channel_topic(channel_id), event)
         for root in roots:
             await changed(svc, root)
     await heard
