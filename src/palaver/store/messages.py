@@ -16,7 +16,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Integer,
-    Select,
     and_,
     bindparam,
     delete,
@@ -29,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from palaver.domain import Message, Reaction
+from palaver.store.precompiled import Precompiled
 from palaver.store.read_states import count_new, thread_people
 from palaver.store.tables.core import idempotency_keys, messages, reply_drafts
 from palaver.store.uploads import record_references
@@ -87,13 +87,24 @@ def _count_new(conn: Connection, message: Message) -> None:
     count_new(conn, message, people)
 
 
-_INSERT = insert(messages)
+_INSERTED = (
+    "id",
+    "channel_id",
+    "agent_id",
+    "user_id",
+    "content",
+    "type",
+    "metadata",
+    "created_at",
+    "thread_id",
+)
+_INSERT = Precompiled(insert(messages).values({name: bindparam(name) for name in _INSERTED}))
 
 
 def insert_row(conn: Connection, message: Message) -> None:
     """The message's row alone: for messages that name no upload (see `names_uploads`)."""
-    conn.execute(
-        _INSERT,
+    _INSERT.execute(
+        conn,
         {
             "id": message.id,
             "channel_id": message.channel_id,
@@ -144,12 +155,12 @@ def page_ids(
         if value is not None:
             values[name] = value
     query = _page_ids_query(thread_id is not None, before is not None, after is not None)
-    ids = list(conn.execute(query, values).scalars().all())
+    ids = list(query.execute(conn, values).scalars().all())
     return ids if after is not None else ids[::-1]
 
 
 @functools.cache
-def _page_ids_query(thread: bool, before: bool, after: bool) -> Select[tuple[str]]:
+def _page_ids_query(thread: bool, before: bool, after: bool) -> Precompiled:
     """`page_ids`' statement for one shape, built once and run with its values bound: building
     it (and its cache key) for every page cost more than running it (docs/NOTES.md, "Hot
     paths and caches")."""
@@ -162,7 +173,7 @@ def _page_ids_query(thread: bool, before: bool, after: bool) -> Select[tuple[str
         query = query.where(messages.c.id > bindparam("after")).order_by(messages.c.id.asc())
     else:
         query = query.order_by(messages.c.id.desc())
-    return query.limit(bindparam("limit", type_=Integer))
+    return Precompiled(query.limit(bindparam("limit", type_=Integer)))
 
 
 UNREAD_TYPES = ("text", "image", "file")

@@ -1,0 +1,86 @@
+"""`store/precompiled.py` writes and reads what `Connection.execute` of the same Core statement
+does, types processed alike (UTC times, JSON), on a real SQLite file; the suite's PostgreSQL
+pass runs it through every post and history page."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, Text, bindparam, cast, create_engine, insert, select
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from palaver.store.precompiled import Precompiled
+from palaver.store.tables.base import metadata
+from palaver.store.tables.core import channels, messages
+from palaver.store.urls import app_url, asyncpg_connect_args
+from tests.pg_server import PgServer
+
+ROW = {
+    "channel_id": "ch_1",
+    "agent_id": None,
+    "user_id": "usr_1",
+    "content": "ünïcode and 'quotes'",
+    "type": "text",
+    "metadata": {"mentions": ["usr_2"], "n": 1.5},
+    "created_at": datetime(2026, 11, 27, 8, 30, 1, 123456, tzinfo=UTC),
+    "thread_id": None,
+}
+
+
+def _write_both_ways_and_read(conn: Connection) -> None:
+    names = ["id", *ROW]
+    precompiled = Precompiled(insert(messages).values({n: bindparam(n) for n in names}))
+    newer = Precompiled(
+        select(messages.c.id)
+        .where(messages.c.channel_id == bindparam("channel"), messages.c.reply_count >= 0)
+        .order_by(messages.c.id.desc())
+        .limit(bindparam("limit"))
+    )
+    metadata.create_all(conn, tables=[channels, messages])
+    when = ROW["created_at"]
+    conn.execute(
+        insert(channels),
+        {"id": "ch_1", "name": "c", "type": "group", "created_at": when, "updated_at": when},
+    )
+    precompiled.execute(conn, {"id": "msg_1", **ROW})
+    conn.execute(insert(messages), {"id": "msg_2", **ROW})
+    as_stored = select(*(cast(c, Text) for c in messages.c)).order_by(messages.c.id)
+    raw = conn.execute(as_stored).all()
+    typed = conn.execute(select(messages).order_by(messages.c.id)).all()
+    ids = newer.execute(conn, {"channel": "ch_1", "limit": 1}).scalars().all()
+    assert raw[0][1:] == raw[1][1:]
+    assert typed[0][1:] == typed[1][1:]
+    assert typed[0].metadata == ROW["metadata"] and typed[0].created_at == ROW["created_at"]
+    assert ids == ["msg_2"]
+
+
+def test_a_row_written_and_read_through_it_is_the_one_core_writes_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    with create_engine(f"sqlite:///{tmp_path / 'p.db'}").begin() as conn:
+        _write_both_ways_and_read(conn)
+
+
+def test_a_row_written_and_read_through_it_is_the_one_core_writes_on_postgresql(
+    pg: PgServer,
+) -> None:
+    url = pg.new_database()
+
+    async def run() -> None:
+        engine = create_async_engine(app_url(url), connect_args=asyncpg_connect_args(url))
+        async with engine.begin() as conn:
+            await conn.run_sync(_write_both_ways_and_read)
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_a_statement_with_a_list_bind_is_refused_when_first_run(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    metadata.create_all(engine, tables=[channels, messages])
+    listed = Precompiled(select(messages.c.id).where(messages.c.id.in_(bindparam("ids"))))
+    with engine.connect() as conn, pytest.raises(ValueError, match="plain binds"):
+        listed.execute(conn, {"ids": ["msg_1"]})
