@@ -56,7 +56,9 @@ class Dispatcher:
 
     async def on_user_message(self, message: Message, channel: Channel) -> None:
         """Messages of one channel are routed one at a time, in the order they were stored, so
-        their replies queue in that order too."""
+        their replies queue in that order too. A channel without agents has none to route to."""
+        if not channel.agent_ids:
+            return
         turn = self._routing.setdefault(channel.id, _Turn(asyncio.Lock()))
         turn.waiting += 1
         try:
