@@ -39,7 +39,7 @@ class Config(BaseSettings):
     """Bound on the agents' vector matrices kept in memory; the least recently searched go
     first, and any not searched for `vector_idle_minutes` go anyway (reloaded on demand)."""
     vector_idle_minutes: float = Field(default=60.0, gt=0)
-    message_cache_mb: int = Field(default=32, ge=1)
+    message_cache_mb: int = Field(default=16, ge=1)
     """Bound on the messages' JSON kept in memory for history pages, counted as the memory
     the entries hold; the least recently used go first."""
     session_cache_mb: int = Field(default=8, ge=1)
