@@ -9,7 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, Text, bindparam, cast, create_engine, insert, select
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    create_engine,
+    insert,
+    select,
+)
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from palaver.store.precompiled import Precompiled
@@ -78,9 +90,19 @@ def test_a_row_written_and_read_through_it_is_the_one_core_writes_on_postgresql(
     asyncio.run(run())
 
 
-def test_a_statement_with_a_list_bind_is_refused_when_first_run(tmp_path: Path) -> None:
+def test_what_it_cannot_send_as_given_is_refused_when_first_run(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'p.db'}")
     metadata.create_all(engine, tables=[channels, messages])
-    listed = Precompiled(select(messages.c.id).where(messages.c.id.in_(bindparam("ids"))))
-    with engine.connect() as conn, pytest.raises(ValueError, match="plain binds"):
-        listed.execute(conn, {"ids": ["msg_1"]})
+    defaulted = Table(
+        "defaulted", MetaData(), Column("id", Integer), Column("n", Integer, default=1)
+    )
+    defaulted.create(engine)
+    refused = {
+        "plain binds": select(messages.c.id).where(messages.c.id.in_(bindparam("ids"))),
+        "a default": select(messages.c.id).limit(bindparam("limit", 10)),
+        "Python-side default": insert(defaulted).values(id=bindparam("id")),
+    }
+    with engine.connect() as conn:
+        for why, statement in refused.items():
+            with pytest.raises(ValueError, match=why):
+                Precompiled(statement).execute(conn, {"ids": ["msg_1"], "limit": 1, "id": 1})

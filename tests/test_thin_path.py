@@ -207,6 +207,8 @@ def test_a_post_of_undeclared_or_excessive_length_meets_the_body_limit(
         "/api/messages", content=body + huge, headers={"content-type": "application/json"}
     )
     assert declared.status_code == 413 and declared.json()["error"]
+    read = owner.request("GET", f"/api/messages?channelId={channel}", content=huge)
+    assert read.status_code == 413 and read.json()["error"]
     assert [m["content"] for m in history(owner, channel)] == ["chunked"]
 
 

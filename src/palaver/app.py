@@ -7,7 +7,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import FastAPI
@@ -49,6 +49,7 @@ from palaver.api import (
 from palaver.api import auth as auth_api
 from palaver.api.body_limit import BodyLimit
 from palaver.api.hot_routes import HotPaths, MessagesThinRoute
+from palaver.api.web_client import SecurityHeaders
 from palaver.auth.hosts import AllowedHosts, HostGuard
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.backup_schedule import BackupRunner
@@ -187,16 +188,24 @@ def _bus_and_limiter(
 
 
 class PalaverApp(FastAPI):
-    """FastAPI with, unless requests are measured or traced, `HotPaths` ahead of the stack."""
+    """FastAPI with the thin route of reading and posting messages (`api/hot_routes.py`):
+    ahead of the whole stack (`HotPaths`) while its middlewares are only those whose work
+    `HotPaths` does itself; else, so that a middleware that measures or traces every request
+    sees these too, first in the router."""
 
-    hot_paths: AllowedHosts | None = None
-    """The allowed hosts `HotPaths` checks; None leaves the thin route in the router."""
+    def __init__(self, hosts: AllowedHosts, **options: Any) -> None:
+        super().__init__(**options)
+        self.hosts = hosts
+        """What `HotPaths` checks the Host header against: the host guard's."""
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
-        if self.hot_paths is None:
-            return stack
-        return HotPaths(stack, self.exception_handlers, self.hot_paths)
+        middlewares: set[Any] = {m.cls for m in self.user_middleware}
+        if middlewares == {BodyLimit, SecurityHeaders, HostGuard}:
+            return HotPaths(stack, self.exception_handlers, self.hosts)
+        if not any(isinstance(route, MessagesThinRoute) for route in self.router.routes):
+            self.router.routes.insert(0, MessagesThinRoute(self.router))
+        return stack
 
 
 def create_app(config: Config) -> FastAPI:
@@ -257,6 +266,7 @@ def create_app(config: Config) -> FastAPI:
             await anyio.to_thread.run_sync(tracing.shutdown)
 
     app = PalaverApp(
+        svc.hosts,
         title="Palaver",
         version="0.1.0",
         openapi_url="/api/openapi.json",
@@ -268,7 +278,7 @@ def create_app(config: Config) -> FastAPI:
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    app.add_middleware(web_client.SecurityHeaders)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(HostGuard, allowed=svc.hosts)
     if isinstance(svc.metrics, Metrics):
         from palaver.api.request_metrics import RequestMetrics
@@ -300,13 +310,7 @@ def create_app(config: Config) -> FastAPI:
         app.include_router(debug.router(install_counts(svc.db)))
     # Last: its catch-all answers the page for every other GET.
     app.include_router(web_client.build_router())
-    spans = "fastapi" in tracing.instrument(app, svc.db, redis=bool(config.redis_url))
-    # Well-formed reads and posts of messages skip FastAPI's dependency solving: ahead of the
-    # middlewares, or, where a middleware measures or traces every request, first in the router.
-    if spans or isinstance(svc.metrics, Metrics):
-        app.router.routes.insert(0, MessagesThinRoute(app.router))
-    else:
-        app.hot_paths = svc.hosts
+    tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
 
 

@@ -7,14 +7,13 @@ and exception handlers. Anything else (a missing, repeated, unknown or odd param
 that is not a valid `PostMessage`) goes on to the FastAPI routes in `messages.py`, which stay
 the schema's description and the source of every validation error, so no answer differs.
 
-Without request metrics or spans, `HotPaths` puts the route ahead of the middleware stack as
-well: it does what our middlewares do for these two requests (the host check, the body limit,
-the security headers, the exception handlers) in one layer instead of nine.
+Unless a middleware measures or traces every request, `HotPaths` puts the route ahead of the
+whole middleware stack: it does what the stack does for these two requests (the host check,
+the body limit, the security headers, the exception handlers) in one layer instead of eight.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,7 +43,8 @@ HISTORY_PARAMS = frozenset({"channelId", "limit", "before", "after", "threadId"}
 
 
 class MessagesThinRoute(BaseRoute):
-    """First among the app's routes; `path` names it in request spans and metrics."""
+    """Held by `HotPaths`, or, while requests are measured or traced, first among the app's
+    routes; `path` names it in request spans and metrics."""
 
     path = PATH
     name = "messages_thin_path"
@@ -52,7 +52,8 @@ class MessagesThinRoute(BaseRoute):
 
     def __init__(self, fallback: Any) -> None:
         self._fallback = fallback
-        """The app's router, to hand on a request this route does not take."""
+        """Where a request this route does not take goes on: the middleware stack (under
+        `HotPaths`) or the app's router."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] != "http" or scope["path"] != PATH or PASSED in scope:
@@ -136,12 +137,12 @@ class MessagesThinRoute(BaseRoute):
 class HotPaths:
     """The outermost ASGI layer: a request the thin route takes skips the middleware stack.
 
-    Only a request that the stack would pass through unchanged is taken: one whose host is
-    allowed and, for a post, whose declared length is within the body limit (an undeclared
-    one, chunked, goes through `BodyLimit`). Its answer gets the security headers, and an
-    exception the handlers the app registered, as in the stack: a handler found by the
-    exception's class, else (or when that handler raises) the app's handler of every
-    `Exception`, whose 500 is sent before the exception goes on up to the server, as
+    Installed only when the stack's own middlewares are the host guard, the security headers
+    and the body limit (`app.PalaverApp`), and it takes only a request they would pass through
+    untouched (see `_passes`). Its answer gets the security headers. An exception goes to the
+    handlers the app registered, as in the stack: the handler of the exception's class; else,
+    or when that handler raises, the handler of every `Exception` (which logs it), whose 500
+    is sent unless an answer had begun, and the exception goes on to the server, as
     Starlette's `ServerErrorMiddleware` does."""
 
     def __init__(
@@ -166,22 +167,27 @@ class HotPaths:
         await self._stack(scope, receive, send)
 
     def _passes(self, scope: Scope) -> bool:
-        """Whether the host guard and the body limit would let the request through."""
+        """Whether the host guard and the body limit would let the request through untouched:
+        its (first) host allowed, and its body's declared length within the limit, or none
+        declared for a GET. A body sent chunked, whose length `BodyLimit` counts as it comes,
+        is left to the stack."""
         host: bytes | None = None
         length: bytes | None = None
         for name, value in scope["headers"]:
             if name == b"host" and host is None:
                 host = value
-            elif name == b"content-length":
+            elif name == b"content-length" and length is None:
                 length = value
+            elif name == b"transfer-encoding":
+                return False
         if not (
             self._allowed.any
             or self._allowed.allows(None if host is None else host.decode("latin-1"))
         ):
             return False
-        if scope["method"] != "POST":
-            return True
-        return length is not None and length.isdigit() and int(length) <= MAX_BODY_BYTES
+        if length is None:
+            return bool(scope["method"] == "GET")
+        return length.isdigit() and int(length) <= MAX_BODY_BYTES
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -194,21 +200,24 @@ class HotPaths:
         try:
             await self._route.handle(scope, receive, send_with_headers)
         except Exception as exc:
-            if started:
-                raise
+            error = exc
             request = Request(scope, receive)
-            handler = self._handler(exc)
-            response = None
+            handler = None if started else self._handler(exc)
             if handler is not None:
-                with contextlib.suppress(Exception):
+                try:
                     response = await _answer(handler, request, exc)
-            if response is None:
-                if self._server_error is None:
-                    raise
-                response = await _answer(self._server_error, request, exc)
-                await response(scope, receive, send_with_headers)
+                except Exception as failed:
+                    error = failed
+                else:
+                    await response(scope, receive, send_with_headers)
+                    return
+            if self._server_error is not None:
+                response = await _answer(self._server_error, request, error)
+                if not started:
+                    await response(scope, receive, send_with_headers)
+            if error is exc:
                 raise
-            await response(scope, receive, send_with_headers)
+            raise error from exc
 
     def _handler(self, exc: Exception) -> Handler | None:
         if isinstance(exc, HTTPException) and exc.status_code in self._handlers:

@@ -9,12 +9,15 @@ per dialect, and sends the values through `exec_driver_sql`, which still fires t
 events (the debug hooks' statement counts, the traces' SQL spans). The statement stays one
 Core definition for SQLite and PostgreSQL.
 
-Only statements whose binds are all plain named `bindparam`s (no expanding `IN` lists, no
-literal binds) and whose results, if any, need no type processing (ids, counts) are taken.
+Taken: statements whose values are all given as plain named `bindparam`s (besides the
+statement's own literals, such as `unread_count + 1`), with no column filled by a Python-side
+default, and whose results, if any, need no type processing (ids, counts). An expanding `IN`
+list, a bind with a default or a callable, or a column default is refused when first run.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,16 +31,15 @@ class _Plan:
     sql: str
     binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
     """Each bind given at `execute`: its name and its type's processor, in the SQL's order."""
-    constants: dict[int, tuple[str, Any]]
-    """The values of the statement's own literals (`unread_count + 1`), by their place,
-    processed already."""
+    constants: tuple[tuple[int, str, Any], ...]
+    """The statement's own literals (`unread_count + 1`): place, name and processed value."""
     positional: bool
 
 
 class Precompiled:
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
-        self._plans: dict[Dialect, _Plan] = {}
+        self._plans: weakref.WeakKeyDictionary[Dialect, _Plan] = weakref.WeakKeyDictionary()
 
     def execute(self, conn: Connection, values: Mapping[str, Any]) -> CursorResult[Any]:
         plan = self._plans.get(conn.dialect)
@@ -47,7 +49,7 @@ class Precompiled:
             (name, values[name] if process is None else process(values[name]))
             for name, process in plan.binds
         ]
-        for place, (name, value) in plan.constants.items():
+        for place, name, value in plan.constants:
             bound.insert(place, (name, value))
         if plan.positional:
             return conn.exec_driver_sql(plan.sql, tuple(value for _, value in bound))
@@ -55,13 +57,17 @@ class Precompiled:
 
     def _plan(self, dialect: Dialect) -> _Plan:
         compiled: Any = self.statement.compile(dialect=dialect)
+        if compiled.insert_prefetch or compiled.update_prefetch:
+            raise ValueError("a column filled by a Python-side default cannot be precompiled")
         binds = compiled.binds
         for bind in binds.values():
-            if bind.expanding or bind.literal_execute:
+            if bind.expanding or bind.literal_execute or bind.callable is not None:
                 raise ValueError(f"{bind.key}: only plain binds can be precompiled")
+            if not (bind.required or bind.unique):
+                raise ValueError(f"{bind.key}: a bind with a default cannot be precompiled")
         names = compiled.positiontup if compiled.positional else list(binds)
         given: list[tuple[str, Callable[[Any], Any] | None]] = []
-        constants: dict[int, tuple[str, Any]] = {}
+        constants: list[tuple[int, str, Any]] = []
         for place, name in enumerate(names):
             bind = binds[name]
             # The dialect's own form of the type: a TypeDecorator's bare `bind_processor` would
@@ -71,5 +77,5 @@ class Precompiled:
                 given.append((name, process))
             else:
                 value = bind.effective_value
-                constants[place] = (name, value if process is None else process(value))
-        return _Plan(compiled.string, tuple(given), constants, compiled.positional)
+                constants.append((place, name, value if process is None else process(value)))
+        return _Plan(compiled.string, tuple(given), tuple(constants), compiled.positional)
