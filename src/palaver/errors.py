@@ -8,8 +8,12 @@ import re
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.constants import REF_PREFIX
+from fastapi.openapi.models import Schema
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -158,6 +162,31 @@ _FAULT_RESPONSES: dict[str, dict[str, Any]] = {
 }
 
 
+class ErrorBody(BaseModel):
+    error: str
+    requestId: str | None = None
+    field: str | None = None
+    """The body field the error is about, when it is about one (for forms)."""
+
+
+JSON = "application/json"
+
+
+def error_body_ref() -> dict[str, str]:
+    """Where the OpenAPI document's error answers find their body's schema."""
+    return {"$ref": f"{REF_PREFIX}{ErrorBody.__name__}"}
+
+
+def _error_body_schema() -> dict[str, Any]:
+    """`ErrorBody`'s schema as FastAPI writes a response model's into the document."""
+    schema = ErrorBody.model_json_schema(
+        ref_template=f"{REF_PREFIX}{{model}}", mode="serialization"
+    )
+    assert "$defs" not in schema, "ErrorBody's own schema only: it names no other model"
+    encoded: dict[str, Any] = jsonable_encoder(Schema(**schema), by_alias=True, exclude_none=True)
+    return encoded
+
+
 def _document_statuses(app: FastAPI) -> None:
     """Validation failures answer 400 (documented per route), so the schema must not promise
     the 422 that FastAPI lists by default. Storage faults can meet any route: every one that
@@ -168,6 +197,7 @@ def _document_statuses(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = generate()
+            documents_errors = False
             for operations in schema.get("paths", {}).values():
                 for method, operation in operations.items():
                     responses = operation.get("responses", {})
@@ -175,12 +205,17 @@ def _document_statuses(app: FastAPI) -> None:
                     error_body = responses.get("500", {}).get("content")
                     if error_body is None:
                         continue
+                    documents_errors = True
                     for code, entry in _FAULT_RESPONSES.items():
                         if code == "503" or method != "get":
                             responses[code] = {**entry, "content": error_body}
             components = schema.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 components.pop(name, None)
+            if documents_errors:
+                # In the place FastAPI gives the schemas of the models it was handed: by name.
+                components[ErrorBody.__name__] = _error_body_schema()
+                schema.setdefault("components", {})["schemas"] = dict(sorted(components.items()))
             app.openapi_schema = schema
         return app.openapi_schema
 

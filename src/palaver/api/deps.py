@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from palaver.actions import auth
 from palaver.actions.auth import Principal
-from palaver.errors import Forbidden
+from palaver.errors import JSON, Forbidden, error_body_ref
 from palaver.services import Services
 from palaver.settings import whole_numbers
 from palaver.store.audit import Actor
@@ -158,13 +158,6 @@ NOT_BLANK = pattern(r"\S")
 """Text that must hold more than whitespace (the server strips it)."""
 
 
-class ErrorBody(BaseModel):
-    error: str
-    requestId: str | None = None
-    field: str | None = None
-    """The body field the error is about, when it is about one (for forms)."""
-
-
 _DESCRIPTIONS = {
     400: "Malformed request or invalid field",
     401: "Not logged in, or the session expired",
@@ -181,8 +174,12 @@ _DESCRIPTIONS = {
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entries for the error statuses a route can answer, beside 400/401/500."""
+    """OpenAPI entries for the error statuses a route can answer, beside 400/401/500.
+
+    Their body is `ErrorBody`, named by reference rather than given as a `model`: FastAPI
+    would build a response field for each entry of every route (some 420) at start-up, for the
+    document alone. The document gets `ErrorBody`'s schema from `errors.py`."""
     return {
-        code: {"model": ErrorBody, "description": _DESCRIPTIONS[code]}
+        code: {"description": _DESCRIPTIONS[code], "content": {JSON: {"schema": error_body_ref()}}}
         for code in sorted({400, 401, 500, *codes})
     }
