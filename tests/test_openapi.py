@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
+from palaver.api.schemas import Shape, attribute_docstrings
 from tests.endpoints import ENDPOINTS, Endpoint, openapi_template
 from tests.support import Server
 
@@ -114,3 +116,21 @@ def test_success_answers_declare_their_fields(schema: dict[str, Any]) -> None:
     channel = _resolve(schema, channels["properties"]["channels"]["items"])
     assert channel["properties"]["type"]["enum"] == ["dm", "group"]
     assert {"agentIds", "memberIds"} <= set(channel["required"])
+
+
+def _shapes(cls: type[Shape]) -> list[type[Shape]]:
+    return [cls, *(shape for sub in cls.__subclasses__() for shape in _shapes(sub))]
+
+
+def test_answer_fields_are_described_by_their_docstrings_as_pydantic_reads_them() -> None:
+    """`Shape` reads attribute docstrings itself (start-up time); pydantic's own reading of the
+    same classes is the reference."""
+    import palaver.api.channel_transfer  # noqa: F401 - its shapes too
+
+    shapes = _shapes(Shape)[1:]
+    assert len(shapes) > 50
+    for shape in shapes:
+        assert attribute_docstrings(shape) == extract_docstrings_from_cls(shape, use_inspect=True)
+        docs = {name: field.description for name, field in shape.model_fields.items()}
+        own = {name: doc for name, doc in docs.items() if name in attribute_docstrings(shape)}
+        assert own == attribute_docstrings(shape), shape.__qualname__

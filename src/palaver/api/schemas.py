@@ -7,6 +7,10 @@ every answer against them. Extra fields are allowed, so a new field never breaks
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
+import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -19,9 +23,57 @@ MemoryType = Literal["semantic", "episodic", "procedural"]
 
 
 class Shape(BaseModel):
-    """A documented answer; its fields' docstrings are their descriptions."""
+    """A documented answer; its fields' docstrings are their descriptions.
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    The docstrings are read here, from each module's source once, rather than by pydantic's
+    `use_attribute_docstrings`, which walks the call stack and every loaded module for each
+    class (some 50 ms of start-up for these). Built when first used (`defer_build`): the
+    OpenAPI document, a test, or the route of a router first asked for."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        docs = attribute_docstrings(cls)
+        for name, field in cls.model_fields.items():
+            if field.description is None and name in docs:
+                field.description = docs[name]
+
+
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """A module-level class's attribute docstrings, as pydantic's `use_attribute_docstrings`
+    reads them: a string statement right after an annotated name, cleaned."""
+    classes = _module_docstrings(cls.__module__)
+    if classes is None:  # no source to read (as pydantic, then: no descriptions)
+        return {}
+    found = classes.get(cls.__qualname__)
+    if found is None:
+        raise TypeError(f"{cls.__qualname__}: a Shape is defined at a module's top level")
+    return found
+
+
+@functools.cache
+def _module_docstrings(module: str) -> dict[str, dict[str, str]] | None:
+    try:
+        source = inspect.getsource(sys.modules[module])
+    except OSError:
+        return None
+    classes: dict[str, dict[str, str]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs = classes[node.name] = {}
+        for previous, statement in zip(node.body, node.body[1:], strict=False):
+            if (
+                isinstance(previous, ast.AnnAssign)
+                and isinstance(previous.target, ast.Name)
+                and isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
+                docs[previous.target.id] = inspect.cleandoc(statement.value.value)
+    return classes
 
 
 def ok(model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
