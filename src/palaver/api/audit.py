@@ -8,10 +8,11 @@ from fastapi import APIRouter, Query
 
 from palaver.api import schemas
 from palaver.api.deps import Owner, Svc, errors
+from palaver.api.routing import DeferredRoute
 from palaver.api.schemas import ok
 from palaver.store import audit
 
-router = APIRouter(prefix="/api/audit", tags=["audit"])
+router = APIRouter(prefix="/api/audit", tags=["audit"], route_class=DeferredRoute)
 
 ENTRY_ID = r"^audit_[0-9A-HJKMNP-TV-Z]{26}$"
 ACTOR_ID = r"^[A-Za-z0-9_]{1,40}$"

@@ -8,9 +8,10 @@ from fastapi import APIRouter
 
 from palaver.api import schemas
 from palaver.api.deps import Owner, Svc, errors
+from palaver.api.routing import DeferredRoute
 from palaver.api.schemas import ok
 
-router = APIRouter(prefix="/api/backups", tags=["backups"])
+router = APIRouter(prefix="/api/backups", tags=["backups"], route_class=DeferredRoute)
 
 
 @router.get("", responses={**errors(403), **ok(schemas.Backups, "The schedule and its backups")})

@@ -8,8 +8,9 @@ from fastapi import APIRouter
 
 from palaver.actions import people
 from palaver.api.deps import Caller, Svc, errors
+from palaver.api.routing import DeferredRoute
 
-router = APIRouter(prefix="/api/channels", tags=["channels"])
+router = APIRouter(prefix="/api/channels", tags=["channels"], route_class=DeferredRoute)
 
 
 @router.get("/{channel_id}/people", responses=errors(404))

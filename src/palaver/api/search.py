@@ -10,11 +10,12 @@ from fastapi import APIRouter, Query
 from palaver.actions import search
 from palaver.api import schemas
 from palaver.api.deps import Caller, Svc, errors
+from palaver.api.routing import DeferredRoute
 from palaver.api.schemas import ok
 from palaver.search.base import Sort
 from palaver.search.query import MAX_QUERY_CHARS
 
-router = APIRouter(prefix="/api/search", tags=["search"])
+router = APIRouter(prefix="/api/search", tags=["search"], route_class=DeferredRoute)
 
 QUERY_HELP = (
     'Words (all must match, stemmed), "an exact phrase", -word or -"a phrase" to exclude, '

@@ -10,12 +10,13 @@ from fastapi import APIRouter, Query
 from palaver.agents.budgets import month_of
 from palaver.api import schemas
 from palaver.api.deps import Owner, Svc, errors
+from palaver.api.routing import DeferredRoute
 from palaver.api.schemas import ok
 from palaver.errors import Invalid
 from palaver.store import usage
 from palaver.store.usage import GroupBy
 
-router = APIRouter(prefix="/api/usage", tags=["usage"])
+router = APIRouter(prefix="/api/usage", tags=["usage"], route_class=DeferredRoute)
 
 DAY = r"^\d{4}-\d{2}-\d{2}$"
 
