@@ -242,6 +242,7 @@ def create_app(config: Config) -> FastAPI:
         svc.backups.start()
         warming = asyncio.create_task(warm_up(svc.db, svc.embedder))
         gc.freeze()
+        gc.enable()  # `palaver serve` starts with collection off (cli._serve)
         settled = asyncio.get_running_loop().call_later(SETTLED_AFTER_SECONDS, _refreeze)
         try:
             yield
