@@ -22,7 +22,6 @@ from palaver.mention_events import MENTIONS, tell_mentioned, with_mentions
 from palaver.message_events import changed
 from palaver.services import Services
 from palaver.store import message_changes, messages, read_states
-from palaver.store.db import commit_in_order
 from palaver.store.tables.base import utcnow
 from palaver.store.uploads import names_uploads, record_references
 
@@ -156,7 +155,6 @@ async def post(
 
     def store(conn: Connection) -> Message | str:
         """The message, or the id of the one its idempotency key already made."""
-        commit_in_order(conn, channel_id)
         if idempotency_key:
             since = now - IDEMPOTENCY_WINDOW
             earlier = messages.idempotent_message_id(conn, user.id, idempotency_key, since)
@@ -181,12 +179,12 @@ async def post(
     async with svc.db.in_order(channel_id):
         try:
             if names_uploads(draft):
-                async with svc.db.write() as tx:
+                async with svc.db.write(order=channel_id) as tx:
                     stored = await tx.conn.run_sync(store)
                     if isinstance(stored, Message):
                         await record_references(tx.conn, stored)
             else:
-                stored = await svc.db.write_unit(store)
+                stored = await svc.db.write_unit(store, order=channel_id)
         except IntegrityError:
             # The channel was deleted between the check above and the write.
             await visible(svc, user, channel_id)

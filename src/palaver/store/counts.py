@@ -22,9 +22,15 @@ from palaver.store.db import Database
 class DbCounts:
     statements: int = 0
     round_trips: int = 0
+    retries: int = 0
+    """PostgreSQL write units run again after losing a race."""
 
     def as_json(self) -> dict[str, int]:
-        return {"statements": self.statements, "roundTrips": self.round_trips}
+        return {
+            "statements": self.statements,
+            "roundTrips": self.round_trips,
+            "retries": self.retries,
+        }
 
 
 def install(db: Database) -> DbCounts:
@@ -38,8 +44,12 @@ def install(db: Database) -> DbCounts:
     def on_hop() -> None:
         counts.round_trips += 1
 
+    def on_retry() -> None:
+        counts.retries += 1
+
     for engine in db.engines:
         event.listen(engine, "before_cursor_execute", on_statement)
+    db.on_retry = on_retry
     if db.is_sqlite:
         _count_thread_hops(counts)
         db.on_hop = on_hop

@@ -47,11 +47,18 @@ _ONE_WRITER = text("SELECT pg_advisory_xact_lock(7701, 0)")
 """The PostgreSQL lock `Database.write` transactions take; (7701, n) keys are this module's."""
 _ONE_RETRIER = text("SELECT pg_advisory_xact_lock(7701, 1)")
 """Held by a write unit that runs again after losing a race, for the length of that run."""
+_ORDERED = text("SELECT pg_advisory_xact_lock(7702, hashtext(:key))")
+"""Held while a write unit or `Database.write` given an `order` key commits (a channel's posts)."""
+_ORDERED_NOW = text("SELECT pg_try_advisory_xact_lock(7702, hashtext(:key))")
+ORDERED_AT_ONCE = 6
+"""Ordered write units in flight at once in one process on PostgreSQL: each holds two of the
+pool's 20 connections (its order's lock, its transaction), and units that had taken every
+connection for their locks would wait on each other for ever."""
 GROUP_COMMIT_MAX = 64
+"""Write units sharing one transaction at most, so that one commit never waits on too many."""
 SEARCH_MERGE_PAGES = 64
 """Pages one step of the search index's merge writes (about 20 ms at 100,000 messages): what a
 post waits for at most when it comes during an erasure."""
-"""Write units sharing one transaction at most, so that one commit never waits on too many."""
 
 
 @dataclass
@@ -122,11 +129,15 @@ class Database:
         that reads on another connection always finds one in the pool."""
         self._retry_lock = asyncio.Lock()
         """One retrying unit per process waits on the cluster's retriers' lock at a time."""
+        self._ordering = asyncio.Semaphore(ORDERED_AT_ONCE)
+        """Taken by a unit waiting for its order's lock on a connection of its own."""
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any], float]] = []
         """Write units waiting for their batch, each with the loop's time when it came."""
         self._committer: asyncio.Task[None] | None = None
         self.on_hop: Callable[[], None] | None = None
         """Called for each hop to a unit's thread; the cost tests count them."""
+        self.on_retry: Callable[[], None] | None = None
+        """Called each time a PostgreSQL write unit runs again after losing a race (tests)."""
         self.on_batch: Callable[[int, list[float]], None] | None = None
         """Told each SQLite write batch's size and how long each of its units waited (metrics)."""
         self._erasing: asyncio.Task[bool] | None = None
@@ -152,18 +163,21 @@ class Database:
             yield conn
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[Tx]:
+    async def write(self, order: str | None = None) -> AsyncIterator[Tx]:
         """One transaction; on success its `on_commit` callbacks run, in order, after commit.
 
         These transactions run one at a time, as on SQLite's single writer: their bodies check,
         then write (a limit, then an insert), and cannot be run again after losing a race. On
         PostgreSQL a transaction-level advisory lock does it, for every node at once; each
-        statement after it sees what the transaction before it committed (READ COMMITTED)."""
+        statement after it sees what the transaction before it committed (READ COMMITTED).
+        `order` is as for `write_unit`; its lock comes second, before anything else."""
         await self._write_lock.acquire()
         try:
             async with self._writer.begin() as conn:
                 if not self.is_sqlite:
                     await conn.execute(_ONE_WRITER)
+                    if order is not None:
+                        await conn.execute(_ORDERED, {"key": order})
                 tx = Tx(conn)
                 yield tx
         finally:
@@ -238,7 +252,7 @@ class Database:
         """Writes under one `key` and what follows them (their events) one at a time in this
         process. SQLite's group commit already answers them in commit order; on PostgreSQL
         each write is its own round trip, and an earlier commit's answer may come back after a
-        later one's, so its event would go out second. Across nodes `commit_in_order` still
+        later one's, so its event would go out second. Across nodes a write's `order` still
         orders the commits."""
         if self.is_sqlite:
             yield
@@ -249,15 +263,32 @@ class Database:
         async with lock:
             yield
 
-    async def write_unit(self, unit: Unit[T]) -> T:
+    async def write_unit(self, unit: Unit[T], order: str | None = None) -> T:
         """Run `unit` in a write transaction; returns once its data is committed.
 
         On SQLite the units waiting at the same time commit together, in the order they came;
         should one raise, the others are run again alone (see `_SqliteUnits.write`). On
         PostgreSQL each runs SERIALIZABLE, again from the start when it lost a race (see
-        `_serializable`): either way a unit sees no other write between its reads and its own."""
+        `_serializable`): either way a unit sees no other write between its reads and its own.
+
+        Units given the same `order` key commit one at a time, on every node, as SQLite's single
+        writer commits every write: a post takes its id and time inside its unit, so that in a
+        channel id order is commit order. On PostgreSQL the unit's first statement takes the
+        key's advisory lock if it is free (in one process `in_order` sees to it that it mostly
+        is). If another node holds it, the unit waits for it in a transaction of its own and
+        then begins again: waiting inside the unit, it would wait after its snapshot (the first
+        statement takes it) and not see the commit it waited for, so it lost the race to it
+        every time, ran again, and with enough posts at once ran out of attempts (a 500)."""
         if self._units is None:
-            return await self._serializable(unit)
+            if order is None:
+                return await self._serializable(unit)
+            try:
+                return await self._serializable(_first_in_line(unit, order))
+            except _Taken:
+                pass
+            async with self._ordering, self._writer.begin() as holder:
+                await holder.execute(_ORDERED, {"key": order})
+                return await self._serializable(unit)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
         self._pending.append((unit, done, loop.time()))
@@ -282,6 +313,8 @@ class Database:
                 raise
         attempt = 2
         while True:
+            if self.on_retry is not None:
+                self.on_retry()
             try:
                 async with self._retry_lock, self._writer.begin() as lock_conn:
                     await lock_conn.execute(_ONE_RETRIER)
@@ -343,15 +376,19 @@ class Database:
             await asyncio.to_thread(self._units.close)
 
 
-_ORDERED = text("SELECT pg_advisory_xact_lock(7702, hashtext(:key))")
+class _Taken(Exception):
+    """Another transaction holds the unit's order lock."""
 
 
-def commit_in_order(conn: Connection, key: str) -> None:
-    """Make the write units calling this with `key` commit in the order they got past it, as
-    SQLite's single writer makes every write: a post takes its id and time after it, so that
-    in a channel, id order is commit order. A no-op on SQLite."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(_ORDERED, {"key": key})
+def _first_in_line(unit: Unit[T], key: str) -> Unit[T]:
+    """`unit`, run only once it holds the order lock of `key`, which must be free."""
+
+    def run(conn: Connection) -> T:
+        if not conn.execute(_ORDERED_NOW, {"key": key}).scalar():
+            raise _Taken
+        return unit(conn)
+
+    return run
 
 
 @contextmanager
