@@ -50,6 +50,11 @@ _ONE_RETRIER = text("SELECT pg_advisory_xact_lock(7701, 1)")
 _ORDERED = text("SELECT pg_advisory_xact_lock(7702, hashtext(:key))")
 """Held while a write unit or `Database.write` given an `order` key commits (a channel's posts)."""
 _ORDERED_NOW = text("SELECT pg_try_advisory_xact_lock(7702, hashtext(:key))")
+CONTENDED_SECONDS = 2.0
+"""How long after an order lock was found held by another node a unit of that order waits for
+it first, instead of trying it inside its transaction and starting again when it is held."""
+CONTENDED_KEYS = 1024
+"""Order keys remembered as contended at most (they are forgotten all at once past this)."""
 ORDERED_AT_ONCE = 6
 """Ordered write units in flight at once in one process on PostgreSQL: each holds two of the
 pool's 20 connections (its order's lock, its transaction), and units that had taken every
@@ -131,6 +136,8 @@ class Database:
         """One retrying unit per process waits on the cluster's retriers' lock at a time."""
         self._ordering = asyncio.Semaphore(ORDERED_AT_ONCE)
         """Taken by a unit waiting for its order's lock on a connection of its own."""
+        self._contended: dict[str, float] = {}
+        """When each order key was last found held by another node (the loop's time)."""
         self._pending: list[tuple[Unit[Any], asyncio.Future[Any], float]] = []
         """Write units waiting for their batch, each with the loop's time when it came."""
         self._committer: asyncio.Task[None] | None = None
@@ -278,14 +285,19 @@ class Database:
         is). If another node holds it, the unit waits for it in a transaction of its own and
         then begins again: waiting inside the unit, it would wait after its snapshot (the first
         statement takes it) and not see the commit it waited for, so it lost the race to it
-        every time, ran again, and with enough posts at once ran out of attempts (a 500)."""
+        every time, ran again, and with enough posts at once ran out of attempts (a 500). For
+        `CONTENDED_SECONDS` after that, units of the key wait first without trying."""
         if self._units is None:
             if order is None:
                 return await self._serializable(unit)
-            try:
-                return await self._serializable(_first_in_line(unit, order))
-            except _Taken:
-                pass
+            loop = asyncio.get_running_loop()
+            if loop.time() - self._contended.get(order, -CONTENDED_SECONDS) >= CONTENDED_SECONDS:
+                try:
+                    return await self._serializable(_first_in_line(unit, order))
+                except _Taken:
+                    if len(self._contended) >= CONTENDED_KEYS:
+                        self._contended.clear()
+                    self._contended[order] = loop.time()
             async with self._ordering, self._writer.begin() as holder:
                 await holder.execute(_ORDERED, {"key": order})
                 return await self._serializable(unit)
