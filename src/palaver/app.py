@@ -309,8 +309,11 @@ def create_app(config: Config) -> FastAPI:
         app.include_router(router)
     if config.debug_hooks:
         app.include_router(debug.router(install_counts(svc.db)))
-    # Last: its catch-all answers the page for every other GET.
-    app.include_router(web_client.build_router())
+    # Last: its catch-all answers the page for every other GET; and first for what is no
+    # other route's path, so that a page does not build every router's routes.
+    client = web_client.build_router()
+    app.include_router(client)
+    app.router.routes.insert(0, web_client.ClientPages(client))
     tracing.instrument(app, svc.db, redis=bool(config.redis_url))
     return app
 

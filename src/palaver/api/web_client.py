@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 from fastapi import APIRouter, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaver.api.first_screen import COMPRESS_IN_THREAD, personal_page
@@ -185,7 +186,7 @@ def build_router(dist: Path = DIST) -> APIRouter:
     @router.api_route("/{path:path}", methods=["GET", "HEAD"])
     async def page(path: str, request: Request) -> Response:
         url_path = "/" + path
-        if url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads", "/metrics"):
+        if _reserved(url_path):
             if allowed_methods(request.app, request):
                 raise StarletteHTTPException(405)
             raise NotFound("There is nothing at this address.")
@@ -201,6 +202,29 @@ def build_router(dist: Path = DIST) -> APIRouter:
         return await _serve(request, index, "no-cache", csp, vary="Accept-Encoding, Cookie")
 
     return router
+
+
+def _reserved(url_path: str) -> bool:
+    return url_path.startswith(RESERVED) or url_path in ("/api", "/ws", "/uploads", "/metrics")
+
+
+class ClientPages(BaseRoute):
+    """The client's route (`page`), asked first for a path outside /api, /ws, /uploads and
+    /metrics: no other route answers one, and FastAPI would build every router's routes to
+    find that out (`DeferredRoute`, a tenth of a second on the first page after a start). The
+    same route stays last for the reserved paths nothing else takes (a 404 or a 405)."""
+
+    def __init__(self, router: APIRouter) -> None:
+        self.route = next(r for r in router.routes if getattr(r, "path", None) == "/{path:path}")
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = self.route.matches(scope)
+        if match is Match.NONE or _reserved("/" + child["path_params"]["path"]):
+            return Match.NONE, {}
+        return match, child
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.route.handle(scope, receive, send)
 
 
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
