@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import (
@@ -19,9 +20,12 @@ from sqlalchemy import (
     bindparam,
     cast,
     create_engine,
+    event,
+    func,
     insert,
     select,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from palaver.store.precompiled import Precompiled
@@ -57,12 +61,12 @@ def _write_both_ways_and_read(conn: Connection) -> None:
         insert(channels),
         {"id": "ch_1", "name": "c", "type": "group", "created_at": when, "updated_at": when},
     )
-    precompiled.execute(conn, {"id": "msg_1", **ROW})
+    precompiled.run(conn, {"id": "msg_1", **ROW})
     conn.execute(insert(messages), {"id": "msg_2", **ROW})
     as_stored = select(*(cast(c, Text) for c in messages.c)).order_by(messages.c.id)
     raw = conn.execute(as_stored).all()
     typed = conn.execute(select(messages).order_by(messages.c.id)).all()
-    ids = newer.execute(conn, {"channel": "ch_1", "limit": 1}).scalars().all()
+    ids = newer.column(conn, {"channel": "ch_1", "limit": 1})
     assert raw[0][1:] == raw[1][1:]
     assert typed[0][1:] == typed[1][1:]
     assert typed[0].metadata == ROW["metadata"] and typed[0].created_at == ROW["created_at"]
@@ -105,4 +109,47 @@ def test_what_it_cannot_send_as_given_is_refused_when_first_run(tmp_path: Path) 
     with engine.connect() as conn:
         for why, statement in refused.items():
             with pytest.raises(ValueError, match=why):
-                Precompiled(statement).execute(conn, {"ids": ["msg_1"], "limit": 1, "id": 1})
+                Precompiled(statement).run(conn, {"ids": ["msg_1"], "limit": 1, "id": 1})
+
+
+def test_on_sqlite_it_skips_the_engine_unless_something_listens_and_errors_stay_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unobserved, the values go straight to the driver's cursor; a listener on the engine's
+    statements (the debug counts, the traces' spans) sees every statement all the same, and a
+    broken constraint is SQLAlchemy's `IntegrityError` either way, the row not written twice."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    metadata.create_all(engine, tables=[channels, messages])
+    when = ROW["created_at"]
+    with engine.begin() as conn:
+        conn.execute(
+            insert(channels),
+            {"id": "ch_1", "name": "c", "type": "group", "created_at": when, "updated_at": when},
+        )
+    row = Precompiled(insert(messages).values({n: bindparam(n) for n in ["id", *ROW]}))
+    ids = Precompiled(select(messages.c.id).where(messages.c.channel_id == bindparam("channel")))
+    through_engine: list[str] = []
+    original = Connection.exec_driver_sql
+
+    def spied(self: Connection, statement: str, *args: Any, **kwargs: Any) -> Any:
+        through_engine.append(statement)
+        return original(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "exec_driver_sql", spied)
+    with engine.begin() as conn:
+        row.run(conn, {"id": "msg_1", **ROW})
+        assert ids.column(conn, {"channel": "ch_1"}) == ["msg_1"]
+        with pytest.raises(IntegrityError):
+            row.run(conn, {"id": "msg_1", **ROW})
+    assert through_engine == []
+
+    heard: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_: heard.append(sql))
+    with engine.begin() as conn:
+        row.run(conn, {"id": "msg_2", **ROW})
+        with pytest.raises(IntegrityError):
+            row.run(conn, {"id": "msg_2", **ROW})
+        assert ids.column(conn, {"channel": "ch_1"}) == ["msg_1", "msg_2"]
+    assert len(through_engine) == len(heard) == 3
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(messages)).scalar_one() == 2

@@ -103,7 +103,7 @@ _INSERT = Precompiled(insert(messages).values({name: bindparam(name) for name in
 
 def insert_row(conn: Connection, message: Message) -> None:
     """The message's row alone: for messages that name no upload (see `names_uploads`)."""
-    _INSERT.execute(
+    _INSERT.run(
         conn,
         {
             "id": message.id,
@@ -155,7 +155,7 @@ def page_ids(
         if value is not None:
             values[name] = value
     query = _page_ids_query(thread_id is not None, before is not None, after is not None)
-    ids = list(query.execute(conn, values).scalars().all())
+    ids = query.column(conn, values)
     return ids if after is not None else ids[::-1]
 
 

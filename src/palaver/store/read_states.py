@@ -109,9 +109,9 @@ def count_new(conn: Connection, message: Message, thread_people: set[str] | None
         return
     if thread_people is None and not mentioned:
         if author_id is None:
-            _BUMP_ALL.execute(conn, {"channel": channel_id})
+            _BUMP_ALL.run(conn, {"channel": channel_id})
         else:
-            _BUMP_OTHERS.execute(conn, {"channel": channel_id, "author": author_id})
+            _BUMP_OTHERS.run(conn, {"channel": channel_id, "author": author_id})
         return
     readers: list[ColumnElement[bool]] = [read_states.c.channel_id == channel_id]
     if author_id is not None:
