@@ -3,8 +3,9 @@
 The corpus: `--messages` messages (default 1,000,000) in 200 channels by 20 people and 4
 agents, over one year, their text made by a word-bigram chain trained on the prose of
 `bench/quality/docs` (real English: its word frequencies, stems and phrases, new sentences), a
-few with links, uploads or in threads. Rows go in through the messages table itself, so the
-index is built by the migration's own triggers (SQLite) or generated column (PostgreSQL).
+few with links, uploads or in threads. Rows go in through the messages table itself, and the
+index is built as the server builds it: SQLite's search backlog indexed after each batch of
+rows (`store/search_backlog.py`), PostgreSQL's generated column.
 
 Queries run through the adapter a request uses (`MessageSearch.search`, in one read
 transaction: a page of 20 with snippets and the messages loaded), timed in this process, the
@@ -42,7 +43,7 @@ from palaver.search.base import MessageSearch, Viewer
 from palaver.search.postgres import PostgresMessageSearch
 from palaver.search.query import parse
 from palaver.search.sqlite import SqliteMessageSearch
-from palaver.store import migrate
+from palaver.store import migrate, search_backlog
 from palaver.store.db import _SqliteUnits
 from palaver.store.tables.core import agents, channel_members, channels, messages, users
 from palaver.store.urls import sync_url
@@ -191,6 +192,8 @@ def fill(engine: Engine, total: int, rng: random.Random, chain: Chain) -> dict[s
                 roots = [*roots[-200:], message_id]
         with engine.begin() as conn:
             conn.execute(insert(messages), rows)
+            if conn.dialect.name == "sqlite":
+                search_backlog.index_all(conn)
         if (start // BATCH) % 20 == 0:
             print(f"  {start + len(rows):,} messages", flush=True)
     filled = time.perf_counter() - started

@@ -443,3 +443,29 @@ def test_messages_of_older_versions_are_found_by_channel_after_0020(store: Store
     assert store.rows(found, ("compost",)) == [("msg_02A",), ("msg_02B",), ("msg_03N",)]
     columns = "SELECT name FROM pragma_table_info('messages_fts')"
     assert store.rows(columns) == [("content",)]
+
+
+def test_0021_leaves_new_messages_to_the_search_backlog_and_a_downgrade_indexes_them(
+    store: Store,
+) -> None:
+    """0021 marks every message already there as indexed (0020's triggers indexed them); a
+    message written after it waits for the server's batches, and a downgrade to 0020, whose
+    triggers index at once, indexes what waited."""
+    migrate.upgrade(store.url, "0010_node_leases")
+    store.fill()
+    migrate.upgrade(store.url, "0020_search_by_channel")
+    row = ("ch_01OLD", None, "user_01OWNER", "{}", STAMP, None, None, None, 0, None, None, None)
+    store.insert("messages", [("msg_04A", *row[:3], "gardening before", "text", *row[3:])])
+    migrate.upgrade(store.url, "0021_search_backlog")
+    if store.path is None:
+        assert store.rows("SELECT to_regclass('messages_fts_upto')") == [(None,)]
+        return
+    newest = store.rows("SELECT max(rowid) FROM messages")
+    assert store.rows("SELECT upto FROM messages_fts_upto") == newest
+    store.insert("messages", [("msg_04B", *row[:3], "gardening after", "text", *row[3:])])
+    found = "SELECT m.id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid "
+    found += "WHERE messages_fts MATCH ? ORDER BY m.id"
+    assert store.rows(found, ("garden",)) == [("msg_04A",)]
+    migrate.downgrade(store.url, "0020_search_by_channel")
+    assert store.rows(found, ("garden",)) == [("msg_04A",), ("msg_04B",)]
+    assert store.rows("SELECT name FROM sqlite_master WHERE name = 'messages_fts_upto'") == []

@@ -18,7 +18,7 @@ async def search(
     query or a cursor of another search."""
     query = parse(q)
     viewer = Viewer(user_id=user.id, reads_everything=user.is_owner)
-    found = await svc.db.read_unit(
+    found = await svc.db.read_indexed(
         lambda conn: svc.message_search.search(conn, query, viewer, sort, limit, cursor, q)
     )
     return {

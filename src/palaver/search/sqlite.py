@@ -1,6 +1,6 @@
 """Message search on SQLite: the FTS5 table `messages_fts` (migrations 0012 and 0020) over
-each message's `content` and `channel_id`, written by triggers in the transaction of each
-post, edit and erase.
+each message's `content` and `channel_id`: new messages are indexed a batch at a time and
+before each search (`palaver.store.search_backlog`), edits and erasures by triggers.
 
 Every word and phrase goes to FTS5 as a string (`"..."`, its quotes doubled), which FTS5
 cuts with the table's own tokenizer: its syntax (`NEAR(`, `*`, `^`, `col:`, `AND`) in a word

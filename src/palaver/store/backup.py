@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SAWarning
 
 from palaver import __version__
-from palaver.store import migrate
+from palaver.store import migrate, search_backlog
 from palaver.store.archive import (
     CHUNK,
     MANIFEST,
@@ -176,12 +176,12 @@ def _plan(conn: Connection) -> tuple[list[_Dumped], list[str]]:
         for _, name, kind, _, without_rowid, _ in conn.exec_driver_sql("PRAGMA main.table_list"):
             if name.startswith("sqlite_"):
                 continue
-            if kind == "table":
+            if kind in ("virtual", "shadow") or name == search_backlog.MARK_TABLE:
+                left_out.append(name)
+            elif kind == "table":
                 names.add(name)
                 if not without_rowid:
                     rowid_tables.add(name)
-            elif kind in ("virtual", "shadow"):
-                left_out.append(name)
     else:
         names = set(inspect(conn).get_table_names())
     names.discard(_ALEMBIC)

@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from palaver.store import search_backlog
 from palaver.store.faults import log_failure, report_unreachable
 from palaver.store.urls import app_url, asyncpg_connect_args
 
@@ -205,6 +206,25 @@ class Database:
         return await asyncio.get_running_loop().run_in_executor(
             self._units.read_threads, self._units.read, unit
         )
+
+    async def read_indexed(self, unit: Unit[T]) -> T:
+        """`read_unit` for a search: on SQLite its snapshot finds in the search index every
+        message committed before the call (see `palaver.store.search_backlog`): a backlog found
+        in the first read is indexed, then `unit` runs again on a new snapshot."""
+        if self._units is None:
+            return await self.read_unit(unit)
+        units = self._units
+
+        def unless_behind(conn: Connection) -> list[T]:
+            return [] if search_backlog.waiting(conn) else [unit(conn)]
+
+        found = await self.read_unit(unless_behind)
+        if found:
+            return found[0]
+        loop = asyncio.get_running_loop()
+        while await loop.run_in_executor(units.write_thread, units.index_search_backlog):
+            pass
+        return await self.read_unit(unit)
 
     async def erase_freed(self, within: float) -> bool:
         """Make what was just deleted leave the files: on SQLite, the search index is merged
@@ -427,6 +447,8 @@ class _SqliteUnits:
         _configure_sqlite(self.writer, None)
         _configure_sqlite(self.reader, None)
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="palaver-db-write")
+        self._since_indexed = 0
+        """Write units run since the search backlog was last indexed (on the write thread)."""
         self.read_threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="palaver-db-read")
 
     def read(self, unit: Unit[T]) -> T:
@@ -436,7 +458,31 @@ class _SqliteUnits:
     def write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
         """All units in one transaction. If one raises, the transaction is rolled back and the
         others run again one transaction each, so a unit must be safe to run twice (nothing it
-        did in the rolled-back transaction is kept)."""
+        did in the rolled-back transaction is kept). Every `search_backlog.BATCH` units, the
+        search index's backlog is indexed after them, in a transaction of its own."""
+        self._since_indexed += len(units)
+        if self._since_indexed >= search_backlog.BATCH:
+            self._since_indexed = 0
+            try:
+                return self._write(units)
+            finally:
+                self._index_backlog_step()
+        return self._write(units)
+
+    def _index_backlog_step(self) -> None:
+        """One step of the search backlog; one that fails (a full disk) is logged and left to
+        the next step or the next search, the posts it followed kept."""
+        try:
+            self.index_search_backlog()
+        except Exception as exc:
+            log_failure(log, exc, "indexing new messages for search failed")
+
+    def index_search_backlog(self) -> bool:
+        """One step of `search_backlog.index_step`; answers whether rows are left."""
+        with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
+            return search_backlog.index_step(conn)
+
+    def _write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
         try:
             with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
                 return [(True, unit(conn)) for unit in units]

@@ -43,7 +43,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SAWarning
 
-from palaver.store import migrate
+from palaver.store import migrate, search_backlog
 from palaver.store.archive import (
     CHUNK,
     Damaged,
@@ -237,6 +237,7 @@ def _build(
     sequences = [] if sqlite else advance_sequences(conn, list(tables.values()))
     migrate.upgrade_on(conn, "head")
     if sqlite:
+        search_backlog.index_all(conn)
         return checks, sequences, 0, _rebuild_full_text(conn)
     from palaver.knowledge.index.postgres import fill_search_columns
 
@@ -344,9 +345,9 @@ def _read_back(
 
 def _rebuild_full_text(conn: Connection) -> int:
     """SQLite's per-agent full-text tables over `chunks`, as the knowledge index makes them with
-    an agent's first document. (`messages_fts` needs nothing: its triggers, or the migration
-    that made it, indexed each message as it went in.) Not FTS5's 'rebuild', which would read
-    every agent's chunks into each agent's table."""
+    an agent's first document. (`messages_fts` needs nothing more: its triggers, the migration
+    that made it, or `search_backlog.index_all` just before have indexed each message.) Not
+    FTS5's 'rebuild', which would read every agent's chunks into each agent's table."""
     agents = conn.execute(text("SELECT DISTINCT agent_id FROM chunks ORDER BY 1")).scalars().all()
     for agent_id in agents:
         for statement in fts_ddl(agent_id):
