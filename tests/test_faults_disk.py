@@ -169,9 +169,11 @@ def test_on_a_disk_full_to_the_last_byte_writes_answer_507_and_reads_go_on(
 ) -> None:
     """Filled right after the write-ahead log was emptied (a deletion's erasure truncates it),
     so that every write must grow a file: posts, uploads and logins answer 507, an upload
-    leaves no file, and reads go on, a session's renewal included."""
+    leaves no file, and reads go on, a session's renewal included, and a search, from what
+    the search index held (the posts it had not indexed yet are found once space is freed)."""
     channel_id = new_channel(owner)["id"]
-    kept = [post(owner, channel_id, f"kept {i}") for i in range(10)]
+    word = unique("diskfull")
+    kept = [post(owner, channel_id, f"kept {i} {word}") for i in range(10)]
     status, body = upload(owner, "kept.png", 64 * 1024)
     assert status == 200, body
     kept_url = body["url"]
@@ -199,6 +201,8 @@ def test_on_a_disk_full_to_the_last_byte_writes_answer_507_and_reads_go_on(
         assert idle.get(kept_url).status_code == 200
         with Ws(node, idle.token) as ws:
             ws.subscribe(channel_id)
+        searched = idle.get("/api/search", params={"q": word})
+        assert searched.status_code == 200, searched.text
         assert integrity(node) == "ok"
     finally:
         filler.unlink()
@@ -210,6 +214,8 @@ def test_on_a_disk_full_to_the_last_byte_writes_answer_507_and_reads_go_on(
     with node.login() as newcomer:
         assert newcomer.get("/api/channels").status_code == 200
     assert [m["id"] for m in whole_history(owner, channel_id)] == [*kept, again]
+    found = owner.ok("GET", "/api/search", params={"q": word, "sort": "recent"})["results"]
+    assert [r["message"]["id"] for r in found] == kept[::-1]
     assert integrity(node) == "ok"
     _alive(node)
 

@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from palaver.store import search_backlog
-from palaver.store.faults import log_failure, report_unreachable
+from palaver.store.faults import fault_of, log_failure, report_unreachable
 from palaver.store.urls import app_url, asyncpg_connect_args
 
 log = logging.getLogger(__name__)
@@ -222,8 +222,14 @@ class Database:
         if found:
             return found[0]
         loop = asyncio.get_running_loop()
-        while await loop.run_in_executor(units.write_thread, units.index_search_backlog):
-            pass
+        try:
+            while await loop.run_in_executor(units.write_thread, units.index_search_backlog):
+                pass
+        except Exception as exc:
+            # A full disk: reads are still served, this one from what the index holds.
+            if fault_of(exc) is None:
+                raise
+            log_failure(log, exc, "indexing new messages for a search failed")
         return await self.read_unit(unit)
 
     async def erase_freed(self, within: float) -> bool:
