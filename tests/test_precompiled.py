@@ -153,3 +153,9 @@ def test_on_sqlite_it_skips_the_engine_unless_something_listens_and_errors_stay_
     assert len(through_engine) == len(heard) == 3
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(messages)).scalar_one() == 2
+
+    logged = create_engine(f"sqlite:///{tmp_path / 'p.db'}", echo=True)
+    with logged.begin() as conn:
+        assert ids.column(conn, {"channel": "ch_1"}) == ["msg_1", "msg_2"]
+    assert len(through_engine) == 4, "a statement logged by the engine goes through it"
+    logged.dispose()

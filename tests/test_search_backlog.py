@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Connection, Engine, create_engine
 
 from palaver.store import migrate, search_backlog
-from tests.support import Server, new_channel, post, sql, unique
+from tests.support import Server, new_channel, post, sql, unique, wait_until
 
 pytestmark = pytest.mark.sqlite_only
 """PostgreSQL's search column is generated with each row: it has no backlog."""
@@ -78,6 +78,25 @@ def test_new_rows_wait_and_each_step_indexes_the_oldest_up_to_its_size(engine: E
         _consistent(conn)
 
 
+def test_a_search_indexes_no_further_than_the_newest_row_its_snapshot_saw(
+    engine: Engine,
+) -> None:
+    with engine.begin() as conn:
+        for n in range(5):
+            _write(conn, f"msg_{n}", f"seen {n}")
+        newest = search_backlog.newest_waiting(conn)
+        assert newest is not None
+        for n in range(5, 8):
+            _write(conn, f"msg_{n}", f"later {n}")
+        assert not search_backlog.index_step(conn, until=newest)
+        assert _found(conn, "seen") == [f"msg_{n}" for n in range(5)]
+        assert _found(conn, "later") == []
+        assert search_backlog.waiting(conn) == 3
+        search_backlog.index_all(conn)
+        assert search_backlog.newest_waiting(conn) is None
+        _consistent(conn)
+
+
 def test_an_edit_or_a_deletion_in_the_backlog_leaves_the_index_alone(engine: Engine) -> None:
     with engine.begin() as conn:
         _write(conn, "msg_a", "first draft")
@@ -122,8 +141,11 @@ def test_posts_are_indexed_every_batch_without_a_search_and_a_search_finds_the_r
             channel = new_channel(owner)["id"]
             word = unique("batched")
             posted = [post(owner, channel, f"{word} {n}") for n in range(search_backlog.BATCH)]
-            (waiting,) = sql(server, search_backlog._WAITING)[0]
-            assert 0 <= waiting < search_backlog.BATCH
+            # The step follows the batch's answers: it is done soon after the last post.
+            wait_until(
+                lambda: sql(server, search_backlog._WAITING)[0][0] < search_backlog.BATCH,
+                what="a step of the backlog after a batch of posts",
+            )
             old, new, gone = unique("old"), unique("new"), unique("gone")
             edited = post(owner, channel, f"first {old}")
             deleted = post(owner, channel, f"doomed {gone}")
@@ -141,6 +163,14 @@ def test_posts_are_indexed_every_batch_without_a_search_and_a_search_finds_the_r
             assert search(gone) == []
             assert sql(server, search_backlog._WAITING) == [(0,)]
             assert search(word) == posted[::-1][:100]
+
+            # An import's messages are indexed before its answer, not by the first search.
+            exported = owner.get(f"/api/channels/{channel}/export", params={"format": "json"})
+            assert exported.status_code == 200, exported.text
+            files = {"file": ("export.json", exported.content, "application/json")}
+            report = owner.ok("POST", "/api/channels/import", files=files)
+            assert report["imported"] >= search_backlog.BATCH
+            assert sql(server, search_backlog._WAITING) == [(0,)]
         with sqlite3.connect(server.db_path) as db:
             db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
     finally:

@@ -83,7 +83,10 @@ async def run(svc: Services, received: Path, by: Actor) -> dict[str, Any]:
     try:
         async with lock:
             await clear_leftovers(svc, keep=received)
-            return (await _import(svc, received, by)).as_json()
+            outcome = await _import(svc, received, by)
+            # Indexed now for search, as posts are in batches, rather than by the first search.
+            await svc.db.index_search_backlog()
+            return outcome.as_json()
     finally:
         await _unlink(received)
 

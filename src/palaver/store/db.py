@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from palaver.store import search_backlog
-from palaver.store.faults import fault_of, log_failure, report_unreachable
+from palaver.store.faults import log_failure, report_unreachable
 from palaver.store.urls import app_url, asyncpg_connect_args
 
 log = logging.getLogger(__name__)
@@ -150,6 +150,9 @@ class Database:
         """Told each SQLite write batch's size and how long each of its units waited (metrics)."""
         self._erasing: asyncio.Task[bool] | None = None
         self._erase_again = False
+        self._search_catch_up: asyncio.Task[None] | None = None
+        self._search_indexed_to = 0
+        """The newest rowid this process has indexed the search backlog up to."""
 
     @property
     def engine(self) -> AsyncEngine:
@@ -213,24 +216,49 @@ class Database:
         in the first read is indexed, then `unit` runs again on a new snapshot."""
         if self._units is None:
             return await self.read_unit(unit)
-        units = self._units
 
-        def unless_behind(conn: Connection) -> list[T]:
-            return [] if search_backlog.waiting(conn) else [unit(conn)]
+        def unless_behind(conn: Connection) -> tuple[int | None, list[T]]:
+            newest = search_backlog.newest_waiting(conn)
+            return newest, [] if newest is not None else [unit(conn)]
 
-        found = await self.read_unit(unless_behind)
-        if found:
+        newest, found = await self.read_unit(unless_behind)
+        if newest is None:
             return found[0]
-        loop = asyncio.get_running_loop()
         try:
-            while await loop.run_in_executor(units.write_thread, units.index_search_backlog):
-                pass
-        except Exception as exc:
-            # A full disk: reads are still served, this one from what the index holds.
-            if fault_of(exc) is None:
-                raise
+            await self._index_search_up_to(newest)
+        except DBAPIError as exc:
+            # A full disk, a lock held too long: the search answers from what the index holds.
             log_failure(log, exc, "indexing new messages for a search failed")
         return await self.read_unit(unit)
+
+    async def index_search_backlog(self) -> None:
+        """Index every message committed so far (SQLite; after an import of many). One that
+        fails is logged and left to the next search: what was written stays written."""
+        if self._units is None:
+            return
+        try:
+            newest = await self.read_unit(search_backlog.newest_waiting)
+            if newest is not None:
+                await self._index_search_up_to(newest)
+        except DBAPIError as exc:
+            log_failure(log, exc, "indexing new messages for search failed")
+
+    async def _index_search_up_to(self, newest: int) -> None:
+        """Index the backlog up to rowid `newest`, a step at a time on the writer thread
+        (posts go between the steps); searches at the same time share one catch-up."""
+        while self._search_indexed_to < newest:
+            task = self._search_catch_up
+            if task is None or task.done():
+                task = self._search_catch_up = asyncio.create_task(self._catch_up(newest))
+            await asyncio.shield(task)
+
+    async def _catch_up(self, newest: int) -> None:
+        assert self._units is not None
+        units = self._units
+        loop = asyncio.get_running_loop()
+        while await loop.run_in_executor(units.write_thread, units.index_search_backlog, newest):
+            pass
+        self._search_indexed_to = max(self._search_indexed_to, newest)
 
     async def erase_freed(self, within: float) -> bool:
         """Make what was just deleted leave the files: on SQLite, the search index is merged
@@ -403,8 +431,21 @@ class Database:
                         done.set_result(value)
                     else:
                         done.set_exception(value)
+                if self._units.backlog_due:
+                    self._units.backlog_due = False
+                    await self._index_step_after_batch()
         finally:
             self._committer = None
+
+    async def _index_step_after_batch(self) -> None:
+        """One step of the search backlog, once a batch is answered; one that fails (a full
+        disk) is logged and left to the next step or the next search."""
+        assert self._units is not None
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._units.write_thread, self._units.index_search_backlog)
+        except Exception as exc:
+            log_failure(log, exc, "indexing new messages for search failed")
 
     async def dispose(self) -> None:
         await self._writer.dispose()
@@ -455,6 +496,9 @@ class _SqliteUnits:
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="palaver-db-write")
         self._since_indexed = 0
         """Write units run since the search backlog was last indexed (on the write thread)."""
+        self.backlog_due = False
+        """Set once `search_backlog.BATCH` units ran: `Database` then indexes a step, after
+        answering their batch."""
         self.read_threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="palaver-db-read")
 
     def read(self, unit: Unit[T]) -> T:
@@ -464,29 +508,18 @@ class _SqliteUnits:
     def write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
         """All units in one transaction. If one raises, the transaction is rolled back and the
         others run again one transaction each, so a unit must be safe to run twice (nothing it
-        did in the rolled-back transaction is kept). Every `search_backlog.BATCH` units, the
-        search index's backlog is indexed after them, in a transaction of its own."""
+        did in the rolled-back transaction is kept). Every `search_backlog.BATCH` units it sets
+        `backlog_due`."""
         self._since_indexed += len(units)
         if self._since_indexed >= search_backlog.BATCH:
             self._since_indexed = 0
-            try:
-                return self._write(units)
-            finally:
-                self._index_backlog_step()
+            self.backlog_due = True
         return self._write(units)
 
-    def _index_backlog_step(self) -> None:
-        """One step of the search backlog; one that fails (a full disk) is logged and left to
-        the next step or the next search, the posts it followed kept."""
-        try:
-            self.index_search_backlog()
-        except Exception as exc:
-            log_failure(log, exc, "indexing new messages for search failed")
-
-    def index_search_backlog(self) -> bool:
+    def index_search_backlog(self, until: int | None = None) -> bool:
         """One step of `search_backlog.index_step`; answers whether rows are left."""
         with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
-            return search_backlog.index_step(conn)
+            return search_backlog.index_step(conn, until=until)
 
     def _write(self, units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
         try:

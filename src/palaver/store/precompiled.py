@@ -111,10 +111,11 @@ class Precompiled:
 
 
 def _unobserved(conn: Connection) -> bool:
-    """Whether `exec_driver_sql` would do nothing but execute: no listener on the connection's
-    or the engine's statements, no statement logging, a transaction already begun (no
-    autobegin to run)."""
-    return not (conn._has_events or conn.engine._has_events or conn._echo) and conn.in_transaction()
+    """Whether `exec_driver_sql` would do nothing but execute: no listener on the connection's,
+    the engine's or the dialect's events (`do_execute`, `handle_error`), no statement logging,
+    a transaction already begun (no autobegin to run)."""
+    watched = conn._has_events or conn.engine._has_events or conn.dialect._has_events
+    return not (watched or conn._echo) and conn.in_transaction()
 
 
 def _direct(conn: Connection, sql: str, params: Any) -> Any:
