@@ -256,7 +256,7 @@ class Database:
         assert self._units is not None
         units = self._units
         loop = asyncio.get_running_loop()
-        while await loop.run_in_executor(units.write_thread, units.index_search_backlog, newest):
+        while await loop.run_in_executor(units.write_thread, units.index_search_step, newest):
             pass
         self._search_indexed_to = max(self._search_indexed_to, newest)
 
@@ -443,7 +443,7 @@ class Database:
         assert self._units is not None
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._units.write_thread, self._units.index_search_backlog)
+            await loop.run_in_executor(self._units.write_thread, self._units.index_search_step)
         except Exception as exc:
             log_failure(log, exc, "indexing new messages for search failed")
 
@@ -516,7 +516,7 @@ class _SqliteUnits:
             self.backlog_due = True
         return self._write(units)
 
-    def index_search_backlog(self, until: int | None = None) -> bool:
+    def index_search_step(self, until: int | None = None) -> bool:
         """One step of `search_backlog.index_step`; answers whether rows are left."""
         with _begun(self.writer, "BEGIN IMMEDIATE") as conn:
             return search_backlog.index_step(conn, until=until)

@@ -58,14 +58,13 @@ def newest_waiting(conn: Connection) -> int | None:
 def index_step(conn: Connection, at_most: int = STEP, until: int | None = None) -> bool:
     """Index up to `at_most` rows of the backlog, oldest first (none past rowid `until`), and
     move the mark past them; answers whether rows (up to `until`) are left."""
-    upto = int(conn.exec_driver_sql("SELECT upto FROM messages_fts_upto").scalar_one())
-    last = conn.exec_driver_sql(_LAST_OF_STEP, (upto, at_most - 1)).scalar()
-    found = conn.exec_driver_sql("SELECT max(rowid) FROM messages").scalar()
+    found, upto = conn.exec_driver_sql(_BEHIND).one()
     newest = upto if found is None else int(found)
     if until is not None:
         newest = min(newest, until)
     if newest <= upto:
         return False
+    last = conn.exec_driver_sql(_LAST_OF_STEP, (upto, at_most - 1)).scalar()
     end = newest if last is None else min(int(last), newest)
     conn.exec_driver_sql(_INDEX, (upto, end))
     conn.exec_driver_sql("UPDATE messages_fts_upto SET upto = ?", (end,))
