@@ -5,14 +5,41 @@ words, so that every word a person types counts as it does on SQLite).
 Each word and phrase is a bound parameter of `phraseto_tsquery` (a word the parser cuts in
 several, as `don't`, is a phrase of them, as FTS5 makes it); the pieces are joined with
 tsquery's `&&`, `||` and `!!` in SQL, so no user text is ever read as tsquery syntax.
+
+A page needs the newest matches (the newest `RANKED_CANDIDATES` to rank, or a page's worth),
+and PostgreSQL has two ways to them: walk the primary key backwards checking each row, which
+pays for every row passed, or take every match from the text index and sort them, which pays
+for every match. The planner weighs them with costs that do not fit a hot table (a walk it
+thought dearer took 42 ms where the index took 14), and for a phrase it expects its words
+together, where a phrase of common words is rare. So for a query of words alone the adapter
+chooses (`route`), from the statistics ANALYZE keeps: the text index when few rows hold the
+words; otherwise a walk bounded to a window of the newest rows a few times what it should
+need, and when the window holds too few, the rest through the text index (or walking on, for
+words in a large share of the table). A wrong estimate then costs at most the window.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Connection, func, literal_column, select, text
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Row,
+    Select,
+    func,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.util import ClauseAdapter
 
 from palaver.search.base import (
     RANKED_CANDIDATES,
@@ -29,7 +56,7 @@ from palaver.search.base import (
     marked,
     plain_snippet,
 )
-from palaver.search.narrowing import narrowing, with_channels
+from palaver.search.narrowing import Narrowing, narrowing, with_channels
 from palaver.search.query import Query, Terms
 from palaver.store.tables.core import messages
 
@@ -39,9 +66,20 @@ HEADLINE_OPTIONS = f"StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_TOKENS}
 FEW_ROWS = 20_000
 """Up to how many rows holding every word of a query with a phrase the text index's bitmap (each
 such row read and checked for the phrase, then sorted) costs less than the planner's walk."""
-_HOLDING_ALL = text(
+WALK_SHARE = 0.15
+"""What a walk's check of one row costs against the text index's fetch of one match (a heap
+page each, the phrase checked, sorted): 0.25 against 1.7 µs, 1,000,000 messages, warm."""
+WINDOW_SLACK = 4
+"""A walk may pass this many times the rows the estimate says it needs before the rest of the
+history is left to the text index."""
+WINDOW_SHARE = 0.25
+"""At most what share of the text index's cost a walk's window may cost: when the estimate
+was wrong and the rest goes through the index after all, the search costs at most 1.25 times
+the index's alone."""
+_ESTIMATE = text(
     "SELECT sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], s.freqs[s.n + 1]), "
-    "1e-9))) + ln(greatest(max(c.reltuples), 1)) "
+    "1e-9))), ln(greatest(max(c.reltuples), 1)), "
+    "max(set_config('max_parallel_workers_per_gather', '0', true)) "
     "FROM unnest(tsvector_to_array(to_tsvector('palaver_search', :words))) AS w, "
     "(SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs, "
     "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats p "
@@ -51,11 +89,70 @@ _HOLDING_ALL = text(
     "AND p.most_common_elems IS NOT NULL) AS s, "
     "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass) AS c"
 )
-"""The natural log of about how many rows hold every one of `words`, from the statistics
-ANALYZE keeps of the column (its most common lexemes with their frequencies; one not among
-them is at most as frequent as the least of them), taken as independent, as the planner takes
-them. Summed as logs: the product of a long phrase's frequencies is below what a float holds.
-Null before the first ANALYZE."""
+"""The natural logs of about what share of rows hold every one of `words` and of how many rows
+the table has, from the statistics ANALYZE keeps of the column (its most common lexemes with
+their frequencies; one not among them is at most as frequent as the least of them), the words
+taken as independent, as the planner takes them. Summed as logs: the product of a long
+phrase's frequencies is below what a float holds. Nulls before the first ANALYZE.
+
+And parallel workers off for the rest of the transaction, in the same round trip: a search is
+one person's request on a server answering many, and workers take the cores the others need
+(they made a walk slower here, 64 against 42 ms)."""
+
+
+_SWITCH_OFF = text(
+    "SELECT set_config(:way, 'off', true), "
+    "set_config('max_parallel_workers_per_gather', '0', true), "
+    "set_config('plan_cache_mode', 'force_custom_plan', true)"
+)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    holding: float
+    """About how many rows hold every required word."""
+    table: float
+    """About how many rows the table has."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the newest matches are read: every match from the text index, or a walk of a
+    window of the newest rows and then the older ones as `estimate` says."""
+
+    way: Literal["index", "window"]
+    window: int = 0
+    estimate: Estimate | None = None
+
+
+INDEX = Route("index")
+
+
+@dataclass(frozen=True)
+class Page:
+    offset: int
+    size: int
+
+
+def route(estimate: Estimate, wanted: int) -> Route:
+    """The cheaper way to the newest `wanted` matches. A walk passes about `wanted * table /
+    holding` rows, the index fetches `holding` matches: the index wins while `holding ** 2 <=
+    WALK_SHARE * wanted * table`. A walk's window is `WINDOW_SLACK` times the rows it should
+    need, but costs at most `WINDOW_SHARE` of what the index would, rounded down to a power of
+    two so that the statements' texts stay few."""
+    holding, table = max(estimate.holding, 1.0), max(estimate.table, 1.0)
+    if holding * holding <= WALK_SHARE * wanted * table:
+        return INDEX
+    rows = min(WINDOW_SLACK * wanted * table / holding, WINDOW_SHARE * holding / WALK_SHARE)
+    return Route("window", 1 << (max(int(rows), 1).bit_length() - 1), estimate)
+
+
+def rest_by_index(estimate: Estimate, wanted: int, walked: int, found: int) -> bool:
+    """Whether the rest of `wanted` matches, after a walk of `walked` rows found `found`, costs
+    less through the text index (`holding` matches fetched) than walking on at the density
+    the walk saw (one more than found, so that finding none still says something)."""
+    further = min(estimate.table, (wanted - found) * walked / (found + 1))
+    return estimate.holding <= WALK_SHARE * further
 
 
 def _tsquery(parts: tuple[Terms, ...], joiner: str) -> Any:
@@ -88,45 +185,23 @@ class PostgresMessageSearch:
         query_text: str,
     ) -> Found:
         position = decode_cursor(cursor, query_text, sort)
-        found = select(messages.c.id).where(
-            *narrowing(conn, query, viewer).conditions, *_matches(query)
-        )
-        walk_avoided = bool(query.required) and (
-            query.before is not None or bool(query.has) or _rare_phrase(conn, query)
-        )
-        if walk_avoided:
-            # The planner walks the primary key backwards whenever it expects matches all
-            # along it; `before:` puts them far back and `has:` is a guess, so its walk read
-            # most of the table (0.3 s at 1M messages). A phrase it estimates as its words
-            # together, expecting thousands of matches where there are hundreds. The text
-            # index bounds the work by the words' matches instead. Until the page's ids are
-            # read, in this transaction only.
-            conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
-        if sort == "relevance" and query.required:
-            candidates = (
-                found.add_columns(func.ts_rank(TSV, _tsquery(query.required, "&&")).label("score"))
-                .order_by(messages.c.id.desc())
-                .limit(RANKED_CANDIDATES)
-                .subquery()
-            )
-            page = (
-                select(candidates.c.id)
-                .order_by(candidates.c.score.desc(), candidates.c.id.desc())
-                .offset(position.offset)
-                .limit(limit + 1)
-            )
-            ids = list(conn.execute(page).scalars())
+        narrowed = narrowing(conn, query, viewer)
+        conditions = [*narrowed.conditions, *_matches(query)]
+        ranked = sort == "relevance" and bool(query.required)
+        columns: list[ColumnElement[Any]] = [messages.c.id]
+        if ranked:
+            columns.append(func.ts_rank(TSV, _tsquery(query.required, "&&")).label("score"))
+        below = position.key if not ranked and isinstance(position.key, str) else None
+        wanted = RANKED_CANDIDATES if ranked else limit + 1
+        page = Page(position.offset, limit + 1) if ranked else None
+        rows = self._newest(conn, query, narrowed, columns, conditions, below, wanted, page)
+        if ranked:
+            ids = [r.id for r in rows]
             following = Position(offset=position.offset + limit) if len(ids) > limit else None
         else:
-            if isinstance(position.key, str):
-                found = found.where(messages.c.id < position.key)
-            ids = list(
-                conn.execute(found.order_by(messages.c.id.desc()).limit(limit + 1)).scalars()
-            )
+            ids = [r.id for r in rows]
             following = Position(key=ids[limit - 1]) if len(ids) > limit else None
         ids = ids[:limit]
-        if walk_avoided:
-            conn.exec_driver_sql("RESET enable_indexscan")
         snippets = _headlines(conn, query, ids)
         loaded = with_channels(conn, ids)
         hits = []
@@ -147,14 +222,147 @@ class PostgresMessageSearch:
         next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
         return Found(hits=hits, next_cursor=next_cursor)
 
+    def _newest(
+        self,
+        conn: Connection,
+        query: Query,
+        narrowed: Narrowing,
+        columns: Sequence[ColumnElement[Any]],
+        conditions: Sequence[ColumnElement[bool]],
+        below: str | None,
+        wanted: int,
+        page: Page | None,
+    ) -> Sequence[Row[Any]]:
+        """The newest `wanted` rows of `columns` meeting `conditions` (older than `below`), or
+        the `page` of them by score."""
+        if not query.required:
+            return newest(conn, columns, conditions, below, wanted, None, page)
+        if query.before is not None or query.has:
+            # The planner walks the primary key backwards whenever it expects matches all
+            # along it; `before:` puts them far back and `has:` is a guess, so its walk read
+            # most of the table (0.3 s at 1M messages). The text index bounds the work by the
+            # words' matches instead.
+            return newest(conn, columns, conditions, below, wanted, INDEX, page)
+        phrase = any(len(t.words) > 1 for t in query.required)
+        plain = _plain(query, narrowed)
+        estimate = _estimate(conn, query) if plain or phrase else None
+        if estimate is None:
+            return newest(conn, columns, conditions, below, wanted, None, page)
+        if not plain:
+            # Narrowed by channels, authors or dates, a walk passes more rows than the words'
+            # estimate says, by a share the statistics do not tell: the planner, which weighs
+            # those columns too, chooses; but a phrase it estimates as its words together,
+            # expecting thousands of matches where there are hundreds, so a phrase few rows
+            # hold all the words of goes through the text index.
+            rare = INDEX if estimate.holding <= FEW_ROWS else None
+            return newest(conn, columns, conditions, below, wanted, rare, page)
+        chosen = route(estimate, wanted)
+        if chosen.way == "window" and not phrase:
+            # Words alone: the statistics know them well, and the planner then walks for them.
+            return newest(conn, columns, conditions, below, wanted, None, page)
+        return newest(conn, columns, conditions, below, wanted, chosen, page)
 
-def _rare_phrase(conn: Connection, query: Query) -> bool:
-    """Whether the query has a phrase and few rows hold all its words (`FEW_ROWS`)."""
-    if not any(len(t.words) > 1 for t in query.required):
-        return False
+
+def newest(
+    conn: Connection,
+    columns: Sequence[ColumnElement[Any]],
+    conditions: Sequence[ColumnElement[bool]],
+    below: str | None,
+    wanted: int,
+    chosen: Route | None,
+    page: Page | None = None,
+) -> Sequence[Row[Any]]:
+    """The newest `wanted` rows of `columns` meeting `conditions` (older than `below`), read
+    as `chosen` says, or as the planner chooses when None: the same rows whichever way. With
+    a `page`, that page of them by their `score` column, best first (ids: newest first)."""
+    bounded = [*conditions, messages.c.id < below] if below is not None else list(conditions)
+    if chosen is None:
+        return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
+    if chosen.way == "index":
+        with _planning(conn, "enable_indexscan"):
+            return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
+    # Only the columns the statement reads: the walk copies each row it passes.
+    used = {
+        element.key
+        for clause in (*columns, *conditions)
+        for element in visitors.iterate(clause)
+        if isinstance(element, Column) and element.table is messages
+    }
+    recent = select(*(messages.c[key] for key in sorted(used | {"id"})), TSV.label("search_tsv"))
+    if below is not None:
+        recent = recent.where(messages.c.id < below)
+    # The window's size in the statement's text, so that no plan is made without it.
+    size = chosen.window
+    window = recent.order_by(messages.c.id.desc()).limit(literal_column(str(size)))
+    rows = window.subquery("messages")
+    adapt = ClauseAdapter(rows)
+    walked = (
+        select(*(adapt.traverse(c) for c in columns))
+        .where(*(adapt.traverse(c) for c in conditions))
+        .order_by(rows.c.id.desc())
+        .limit(wanted)
+    )
+    with _planning(conn, "enable_bitmapscan"):
+        found = list(conn.execute(walked).all())
+    if len(found) < wanted:
+        # Every match of the window is in `found`, so the rest are older than its oldest (or,
+        # when it held none, than the window: the index's matches, the walk passing it again).
+        oldest = found[-1].id if found else below
+        older = [*conditions, messages.c.id < oldest] if oldest is not None else list(conditions)
+        by_index = chosen.estimate is None or rest_by_index(
+            chosen.estimate, wanted, size, len(found)
+        )
+        with _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan"):
+            found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
+    if page is None:
+        return found
+    best = sorted(found, key=attrgetter("score", "id"), reverse=True)
+    return best[page.offset : page.offset + page.size]
+
+
+def _ranked(statement: Select[Any], page: Page | None) -> Select[Any]:
+    if page is None:
+        return statement
+    found = statement.subquery()
+    best = found.c.score.desc(), found.c.id.desc()
+    return select(found.c.id).order_by(*best).offset(page.offset).limit(page.size)
+
+
+def _ordered(
+    columns: Sequence[ColumnElement[Any]], conditions: Sequence[ColumnElement[bool]], wanted: int
+) -> Select[Any]:
+    return select(*columns).where(*conditions).order_by(messages.c.id.desc()).limit(wanted)
+
+
+@contextmanager
+def _planning(conn: Connection, switched_off: str) -> Iterator[None]:
+    """The planner without one of its ways for the statements inside; and for the rest of the
+    transaction in one process (as `_ESTIMATE` says why) and with a plan for each statement's
+    own words: the generic plan a driver's prepared statement settles on after five runs does
+    not know them, and with one way switched off sorted the whole table (330 ms)."""
+    conn.execute(_SWITCH_OFF, {"way": switched_off})
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(f"RESET {switched_off}")
+
+
+def _plain(query: Query, narrowed: Narrowing) -> bool:
+    """Whether the query is words alone over every channel: a walk's share of matching rows is
+    then what the statistics say of the words."""
+    return narrowed.channels is None and not (
+        query.authors or query.in_thread or query.after or query.before or query.has
+    )
+
+
+def _estimate(conn: Connection, query: Query) -> Estimate | None:
+    """What the statistics ANALYZE keeps say of the query's required words; None before the
+    first ANALYZE."""
     words = " ".join(t.text for t in query.required)
-    rows = conn.execute(_HOLDING_ALL, {"words": words}).scalar()
-    return rows is not None and rows <= math.log(FEW_ROWS)
+    share, table, _ = conn.execute(_ESTIMATE, {"words": words}).one()
+    if share is None or table is None:
+        return None
+    return Estimate(holding=math.exp(share + table), table=math.exp(table))
 
 
 def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:

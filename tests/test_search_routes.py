@@ -1,0 +1,229 @@
+"""PostgreSQL's ways to a search's newest matches (`search/postgres.py`): the text index
+alone, a walk of a window of the newest rows and then the rest through the index or walking
+on, or the planner's choice. Whichever a search takes, it finds the same messages in the same
+order, every page; and `route` takes the cheaper one for what the statistics say."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Connection, Engine, create_engine, insert, text
+
+from palaver.search import postgres
+from palaver.search.base import RANKED_CANDIDATES, Sort, Viewer
+from palaver.search.postgres import (
+    INDEX,
+    WALK_SHARE,
+    WINDOW_SHARE,
+    Estimate,
+    PostgresMessageSearch,
+    Route,
+    rest_by_index,
+    route,
+)
+from palaver.search.query import parse
+from palaver.store import migrate
+from palaver.store.tables.core import channels, messages, users
+from palaver.store.urls import sync_url
+from tests.pg_server import PgServer
+
+TOTAL = 3000
+OWNER = Viewer("user_owner", reads_everything=True)
+QUERIES = [
+    "alpha",
+    '"quick brown"',
+    '"deep sea"',
+    '"quick brown" -alpha',
+    '"deep sea" alpha',
+    "rare",
+    '"brown quick"',
+    '"sea deep" -nothing',
+]
+"""A word in most rows; a phrase few rows hold though its words are in many (the estimate's
+trap); a phrase most rows hold; with an excluded word and beside a word; a rare word; phrases
+no row or nearly none holds."""
+
+
+def _content(rng: random.Random, n: int) -> str:
+    """Each of `quick` and `brown` in half the rows, next to each other in every 97th only."""
+    units = [rng.choice(("plain", "text", "here", "more"))]
+    if rng.random() < 0.6:
+        units.append("alpha")
+    if rng.random() < 0.4:
+        units.append("deep sea")
+    if n % 600 == 0:
+        units.append("rare")
+    rng.shuffle(units)
+    if n % 97 == 0:
+        units += ["quick", "brown"]
+    else:
+        pair = rng.sample(["quick", "slow", "brown", "green"], 2)
+        units += pair[::-1] if pair == ["quick", "brown"] else pair
+    return " ".join(units)
+
+
+@pytest.fixture(scope="module")
+def engine(pg: PgServer) -> Iterator[Engine]:
+    url = pg.new_database("routes")
+    migrate.upgrade(url)
+    eng = create_engine(sync_url(url))
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with eng.begin() as conn:
+        conn.execute(
+            insert(users),
+            [{"id": "user_owner", "name": "Owner", "role": "owner", "created_at": start}],
+        )
+        conn.execute(
+            insert(channels),
+            [
+                {
+                    "id": "ch_1",
+                    "name": "one",
+                    "type": "group",
+                    "created_at": start,
+                    "updated_at": start,
+                }
+            ],
+        )
+        conn.execute(
+            insert(messages),
+            [
+                {
+                    "id": f"msg_{n:06d}",
+                    "channel_id": "ch_1",
+                    "user_id": "user_owner",
+                    "content": _content(rng, n),
+                    # A deleted row or a tool record inside any window: passed, never found.
+                    "type": "tool" if n % 13 == 0 else "text",
+                    "deleted_at": start if n % 17 == 0 else None,
+                    "metadata": {},
+                    "created_at": start + timedelta(seconds=n),
+                }
+                for n in range(TOTAL)
+            ],
+        )
+    with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE messages"))
+    yield eng
+    eng.dispose()
+
+
+def _every_page(conn: Connection, q: str, sort: Sort, limit: int) -> list[str]:
+    """The ids of every page of the search, following its cursors."""
+    found: list[str] = []
+    cursor: str | None = None
+    while True:
+        with conn.begin():
+            page = PostgresMessageSearch().search(
+                conn,
+                parse(q),
+                OWNER,
+                sort,
+                limit,
+                cursor,
+                q,
+            )
+        found += [hit.message.id for hit in page.hits]
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+def _expected(conn: Connection, q: str, sort: Sort) -> list[str]:
+    """The same search in plain SQL, the words as tsquery syntax (they are plain here)."""
+    parsed = parse(q)
+    required = " & ".join(" <-> ".join(t.words) for t in parsed.required)
+    excluded = " | ".join(" <-> ".join(t.words) for t in parsed.excluded)
+    where = "deleted_at IS NULL AND type IN ('text', 'image', 'file') AND search_tsv @@ q.req"
+    if excluded:
+        where += " AND NOT search_tsv @@ q.exc"
+    matched = (
+        "SELECT id, ts_rank(search_tsv, q.req) AS score FROM messages, "
+        "(SELECT to_tsquery('palaver_search', :req) AS req, "
+        "to_tsquery('palaver_search', :exc) AS exc) AS q "
+        f"WHERE {where} ORDER BY id DESC"
+    )
+    if sort == "relevance":
+        statement = (
+            f"SELECT id FROM ({matched} LIMIT {RANKED_CANDIDATES}) AS c "
+            "ORDER BY score DESC, id DESC"
+        )
+    else:
+        statement = matched
+    with conn.begin():
+        rows = conn.execute(text(statement), {"req": required, "exc": excluded or "x"})
+        return [row.id for row in rows]
+
+
+ROUTES: dict[str, Callable[[Estimate, int], Route]] = {
+    "as chosen": route,
+    "the index": lambda estimate, wanted: INDEX,
+    "a window of 8, then the index": lambda e, w: Route("window", 8, Estimate(0.0, e.table)),
+    "a window of 8, then walking on": lambda e, w: Route("window", 8, Estimate(1e18, e.table)),
+    "a window of 512, then the index": lambda e, w: Route("window", 512, Estimate(0.0, e.table)),
+    "a window of 512, then walking on": lambda e, w: Route("window", 512, Estimate(1e18, 1e9)),
+    "a window past the table": lambda e, w: Route("window", 8192, e),
+}
+
+
+@pytest.mark.parametrize("way", ROUTES)
+@pytest.mark.parametrize("sort", ["recent", "relevance"])
+def test_every_way_finds_the_same_messages_in_the_same_order(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, way: str, sort: Sort
+) -> None:
+    monkeypatch.setattr(postgres, "route", ROUTES[way])
+    with engine.connect() as conn:
+        for q in QUERIES:
+            expected = _expected(conn, q, sort)
+            # Small pages where they stay few: a page's cursor starts the next walk.
+            for limit in (200, 7) if len(expected) < 100 else (200,):
+                assert _every_page(conn, q, sort, limit) == expected, (q, limit)
+        # What makes the cases: a phrase few rows hold, a word past the ranked candidates.
+        assert 0 < len(_expected(conn, '"quick brown"', "recent")) < 40
+        assert len(_expected(conn, "alpha", "recent")) > RANKED_CANDIDATES
+        assert _expected(conn, '"sea deep" -nothing', "recent") == []
+
+
+def test_the_statistics_give_an_estimate_and_a_phrase_of_common_words_is_walked(
+    engine: Engine,
+) -> None:
+    with engine.connect() as conn, conn.begin():
+        estimate = postgres._estimate(conn, parse('"quick brown"'))
+        assert estimate is not None
+        # Each word is in about half the rows, so the estimate expects a quarter to hold
+        # both: far more than the 31 that hold the phrase.
+        assert estimate.holding > 300
+        assert 0.9 * TOTAL < estimate.table < 1.1 * TOTAL
+        assert route(estimate, 21).way == "window"
+
+
+def test_few_matches_go_through_the_index_and_many_through_a_bounded_window() -> None:
+    million = 1_000_000.0
+    assert route(Estimate(holding=5_000, table=million), RANKED_CANDIDATES) == INDEX
+    assert route(Estimate(holding=1_000, table=million), 21) == INDEX
+    common = route(Estimate(holding=400_000, table=million), RANKED_CANDIDATES)
+    assert common.way == "window"
+    # Four times the 2,500 rows a walk should pass, to a power of two below.
+    assert common.window == 8192
+    middling = route(Estimate(holding=20_000, table=million), RANKED_CANDIDATES)
+    assert middling.way == "window"
+    # Never more than a share of what the index would cost.
+    assert middling.window * WALK_SHARE <= WINDOW_SHARE * 20_000
+    assert middling.window & (middling.window - 1) == 0
+
+
+def test_after_a_window_the_rest_goes_the_cheaper_way() -> None:
+    million = 1_000_000.0
+    # A window of 4,096 found 20 of 21: one more is about 200 rows on, far less than 30,000
+    # matches through the index.
+    assert not rest_by_index(Estimate(30_000, million), 21, 4096, 20)
+    # It found none: at less than one in 4,096, walking on would pass some 86,000 rows, more
+    # than 10,000 matches through the index cost; but less than 30,000 do.
+    assert rest_by_index(Estimate(10_000, million), 21, 4096, 0)
+    assert not rest_by_index(Estimate(30_000, million), 21, 4096, 0)
+    # Walking on cannot pass more than the table.
+    assert not rest_by_index(Estimate(900_000, million), 21, 4096, 0)
