@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from palaver.auth import limiter_redis
 from palaver.auth.limiter import MemoryRateLimiter, RateLimiter
 from palaver.auth.limiter_redis import UNREACHABLE_RETRY, RedisRateLimiter
 from tests.redis_server import RedisServer
@@ -165,3 +166,80 @@ async def test_without_redis_messages_keep_a_local_budget_and_logins_wait(
         await limiter.release_attempt("login:a")
     finally:
         await limiter.aclose()
+
+
+async def _script_calls(admin: Redis) -> int:
+    stats = await admin.info("commandstats")
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    )
+
+
+async def test_a_large_bucket_lends_a_node_tokens_and_the_budget_holds_across_nodes(
+    redis_server: RedisServer,
+) -> None:
+    """A node spends most of a large bucket's takes from what it reserved, without a script
+    call each; two nodes together are still allowed exactly the burst, no more."""
+    url = redis_server.url()
+    a, b, admin = RedisRateLimiter(url), RedisRateLimiter(url), Redis.from_url(url)
+    try:
+        before = await _script_calls(admin)
+        burst = 600
+        decisions = []
+        # One token a minute: what comes back while the test runs is below one.
+        for n in range(2 * burst):
+            decisions.append(await (a, b)[(n // 7) % 2].take("msg:bot", 1, burst))
+        assert sum(d.allowed for d in decisions) == burst
+        assert all(d.allowed for d in decisions[: burst - 2 * limiter_redis.CREDIT_MOST])
+        assert not any(d.allowed for d in decisions[-10:])
+        calls = await _script_calls(admin) - before
+        refused = len(decisions) - burst  # each asks Redis: nothing is lent when none is left
+        assert calls - refused < burst / 4, "most takes were spent from a credit"
+        remaining = [d.remaining for d in decisions if d.allowed]
+        assert remaining[0] == burst - 1 and remaining[-1] <= 1
+    finally:
+        for closing in (a, b):
+            await closing.aclose()
+        await admin.aclose()
+
+
+async def test_a_credit_not_spent_goes_back_with_the_next_take(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limiter_redis, "CREDIT_SECONDS", 0.05)
+    url = redis_server.url()
+    a, b, admin = RedisRateLimiter(url), RedisRateLimiter(url), Redis.from_url(url)
+    try:
+        burst = 400
+        first = await a.take("msg:bot", 1, burst)
+        assert first.allowed and first.remaining == burst - 1
+        held = float(await admin.hget("palaver:limit:msg:bot", "tokens") or 0)
+        assert held < burst - 2, "a took more than its one token"
+        await asyncio.sleep(0.1)
+        # Expired: a's next take gives its unspent tokens back before it takes one.
+        assert (await a.take("msg:bot", 1, burst)).allowed
+        allowed = 2
+        while (await b.take("msg:bot", 1, burst)).allowed:
+            allowed += 1
+        await asyncio.sleep(0.1)
+        while (await a.take("msg:bot", 1, burst)).allowed:
+            allowed += 1
+        assert allowed == burst
+    finally:
+        for closing in (a, b):
+            await closing.aclose()
+        await admin.aclose()
+
+
+async def test_a_bucket_of_the_default_size_never_lends(redis_server: RedisServer) -> None:
+    """Every take is the shared bucket's own: ten tokens are too few to lend any."""
+    url = redis_server.url()
+    a, admin = RedisRateLimiter(url), Redis.from_url(url)
+    try:
+        before = await _script_calls(admin)
+        decisions = [await a.take("msg:u1", per_minute=30, burst=10) for _ in range(11)]
+        assert [d.allowed for d in decisions] == [True] * 10 + [False]
+        assert await _script_calls(admin) - before == 11
+    finally:
+        await a.aclose()
+        await admin.aclose()

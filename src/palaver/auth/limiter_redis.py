@@ -6,6 +6,14 @@ nodes; the time is Redis' own (`TIME`), so that nodes whose clocks disagree stil
 bucket. Every key expires once it would be back to its empty state (a full bucket, no attempts
 in the window), so nothing is kept for people who went away.
 
+A node that finds many tokens left in a bucket reserves a few more with the one it takes
+(`CREDIT_SHARE` of what is left, at most `CREDIT_MOST`, for `CREDIT_SECONDS`) and spends them
+without asking Redis: a bot or a load test posting hundreds of messages a second costs one
+script call in dozens, not one each. They are taken from the shared bucket, so the budget
+holds exactly across nodes; what a node has not spent goes back with its next call for that
+bucket. A bucket of the default size never has enough left to lend, and every take is the
+script's, as before.
+
 While Redis cannot be reached, messages are counted against a budget of this node's own, the
 same as the shared one (chat stays usable, and a flood is still held: across N nodes at most N
 times the budget instead of no limit at all), and logins are refused for a moment (guessing must
@@ -18,6 +26,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
@@ -42,20 +53,24 @@ local burst = tonumber(ARGV[2])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate + tonumber(ARGV[3]))
 local allowed = 0
+local lent = 0
 if tokens >= 1 then
   tokens = tokens - 1
   allowed = 1
+  lent = math.min(tonumber(ARGV[5]), math.floor(tokens * tonumber(ARGV[4])))
+  tokens = tokens - lent
 end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
   'at', string.format('%.17g', now))
 redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((burst - tokens) / rate * 1000)))
-return {allowed, string.format('%.17g', tokens)}
+return {allowed, string.format('%.17g', tokens), lent}
 """
 )
-"""Token bucket. KEYS: the bucket. ARGV: per minute, burst. Answers allowed and the tokens
-left, as text: Redis would cut a Lua number to an integer."""
+"""Token bucket. KEYS: the bucket. ARGV: per minute, burst, tokens given back (a node's unspent
+credit), the share of what is left to lend, at most how many. Answers allowed, the tokens left
+(as text: Redis would cut a Lua number to an integer) and the tokens lent."""
 
 _RESERVE = (
     _NOW
@@ -76,6 +91,35 @@ return '0'
 seconds, limit, a member name of its own. Answers 0, or the seconds until the oldest leaves."""
 
 
+CREDIT_SHARE = 1 / 16
+"""What share of a bucket's tokens left a take reserves for this node to spend alone: with
+several nodes each reserving, the others still find most of the bucket."""
+CREDIT_MOST = 64
+CREDIT_SECONDS = 1.0
+"""How long a credit is spent before the next take asks Redis again (and gives back the rest)."""
+CREDIT_KEYS = 10_000
+"""Credits kept at most, the least recently used dropped (their tokens come back as the bucket
+refills)."""
+
+
+@dataclass
+class _Credit:
+    tokens: int
+    """Reserved in the shared bucket, not spent yet."""
+    left: float
+    """The shared bucket's tokens when they were reserved."""
+    per_minute: int
+    burst: int
+    until: float
+
+    def spendable(self, per_minute: int, burst: int, now: float) -> bool:
+        return (
+            self.tokens >= 1
+            and now < self.until
+            and (self.per_minute, self.burst) == (per_minute, burst)
+        )
+
+
 class RedisRateLimiter:
     def __init__(self, url: str, namespace: str = "palaver") -> None:
         self._redis = connect(url)
@@ -85,6 +129,7 @@ class RedisRateLimiter:
         self._local = MemoryRateLimiter()
         """The budgets while Redis is away."""
         self._away = False
+        self._credits: OrderedDict[str, _Credit] = OrderedDict()
 
     def _unreachable(self, exc: Exception, meanwhile: str) -> None:
         if not self._away:
@@ -98,20 +143,47 @@ class RedisRateLimiter:
 
     async def take(self, key: str, per_minute: int, burst: int) -> Decision:
         rate = per_minute / 60.0
+        now = time.monotonic()
+        credit = self._credits.get(key)
+        if credit is not None and credit.spendable(per_minute, burst, now):
+            credit.tokens -= 1
+            self._credits.move_to_end(key)
+            tokens = credit.left + credit.tokens
+            return Decision(True, per_minute, int(tokens), (burst - tokens) / rate, 0.0)
+        # Taken out before the call: a take meanwhile cannot spend what goes back.
+        given_back = self._credits.pop(key).tokens if credit is not None else 0
         try:
-            allowed, left = await self._take(keys=[self._prefix + key], args=[per_minute, burst])
+            allowed, left, lent = await self._take(
+                keys=[self._prefix + key],
+                args=[per_minute, burst, given_back, CREDIT_SHARE, CREDIT_MOST],
+            )
         except (RedisError, OSError) as exc:
             self._unreachable(exc, "this node keeps the message budgets")
             return await self._local.take(key, per_minute, burst)
         self._reachable()
         tokens = float(left)
+        if allowed and lent:
+            self._lend(key, int(lent), tokens, per_minute, burst)
         return Decision(
             allowed=bool(allowed),
             limit=per_minute,
-            remaining=int(tokens),
-            reset_seconds=(burst - tokens) / rate,
+            remaining=int(tokens + int(lent)),
+            reset_seconds=(burst - tokens - int(lent)) / rate,
             retry_after=0.0 if allowed else (1.0 - tokens) / rate,
         )
+
+    def _lend(self, key: str, lent: int, left: float, per_minute: int, burst: int) -> None:
+        """Keep a credit of `lent` tokens; added to one another take got meanwhile."""
+        now = time.monotonic()
+        held = self._credits.get(key)
+        if held is not None and held.spendable(per_minute, burst, now):
+            held.tokens += lent
+            held.left = min(held.left, left)
+        else:
+            self._credits[key] = _Credit(lent, left, per_minute, burst, now + CREDIT_SECONDS)
+        self._credits.move_to_end(key)
+        while len(self._credits) > CREDIT_KEYS:
+            self._credits.popitem(last=False)
 
     async def reserve_attempt(self, key: str, window: float, limit: int) -> float:
         member = os.urandom(8).hex()
