@@ -6,6 +6,7 @@ Time is real here (Redis answers with its own clock), so the rates are high and 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -242,4 +243,30 @@ async def test_a_bucket_of_the_default_size_never_lends(redis_server: RedisServe
         assert await _script_calls(admin) - before == 11
     finally:
         await a.aclose()
+        await admin.aclose()
+
+
+async def test_lent_tokens_count_as_taken_until_their_loan_is_settled(
+    redis_server: RedisServer,
+) -> None:
+    """A bucket that refills while a node holds a credit refills to its burst less the loan:
+    the credit and the bucket together never allow more than a token bucket would."""
+    url = redis_server.url()
+    limiter, admin = RedisRateLimiter(url), Redis.from_url(url)
+    try:
+        per_minute, burst = 1200, 200  # 20 tokens a second
+        assert (await limiter.take("msg:bot", per_minute, burst)).allowed
+        lent = float(await admin.hget("palaver:limit:msg:bot", "lent") or 0)
+        assert lent >= 10
+        # Long enough for the bucket to fill again, short enough for the credit to be held.
+        await asyncio.sleep(0.8)
+        started = time.monotonic()
+        allowed = 0
+        while (await limiter.take("msg:bot", per_minute, burst)).allowed:
+            allowed += 1
+        elapsed = time.monotonic() - started
+        assert allowed <= burst + elapsed * per_minute / 60 + 1
+        assert allowed >= burst - 1
+    finally:
+        await limiter.aclose()
         await admin.aclose()

@@ -6,13 +6,16 @@ nodes; the time is Redis' own (`TIME`), so that nodes whose clocks disagree stil
 bucket. Every key expires once it would be back to its empty state (a full bucket, no attempts
 in the window), so nothing is kept for people who went away.
 
-A node that finds many tokens left in a bucket reserves a few more with the one it takes
-(`CREDIT_SHARE` of what is left, at most `CREDIT_MOST`, for `CREDIT_SECONDS`) and spends them
+A node that finds many tokens left in a bucket borrows a few more with the one it takes
+(`CREDIT_SHARE` of what is left, at most `CREDIT_MOST`) and spends them for `CREDIT_SECONDS`
 without asking Redis: a bot or a load test posting hundreds of messages a second costs one
-script call in dozens, not one each. They are taken from the shared bucket, so the budget
-holds exactly across nodes; what a node has not spent goes back with its next call for that
-bucket. A bucket of the default size never has enough left to lend, and every take is the
-script's, as before.
+script call in dozens, not one each. They are taken from the shared bucket, and Redis counts
+the loan as taken until it is settled or its time is up (the bucket refills only to the burst
+less what is lent), so the budget holds across nodes and over time. What a node has not spent
+goes back with its next call for that bucket; if none comes (the poster went to another
+node), it comes back only as the bucket refills: the limit is then stricter for a while,
+never looser. A bucket of the default size never has enough left to lend, and every take is
+the script's, as before.
 
 While Redis cannot be reached, messages are counted against a budget of this node's own, the
 same as the shared one (chat stays usable, and a flood is still held: across N nodes at most N
@@ -50,27 +53,44 @@ _TAKE = (
     + """
 local rate = tonumber(ARGV[1]) / 60
 local burst = tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at', 'lent', 'lent_until')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate + tonumber(ARGV[3]))
+local lent = tonumber(state[3]) or 0
+local lent_until = tonumber(state[4]) or 0
+if now >= lent_until then
+  lent = 0
+end
+tokens = math.min(burst - lent, tokens + math.max(0, now - at) * rate)
+lent = math.max(0, lent - tonumber(ARGV[4]))
+tokens = math.min(burst - lent, tokens + tonumber(ARGV[3]))
 local allowed = 0
-local lent = 0
+local lends = 0
 if tokens >= 1 then
   tokens = tokens - 1
   allowed = 1
-  lent = math.min(tonumber(ARGV[5]), math.floor(tokens * tonumber(ARGV[4])))
-  tokens = tokens - lent
+  lends = math.min(tonumber(ARGV[6]), math.floor(tokens * tonumber(ARGV[5])))
+  if lends > 0 then
+    tokens = tokens - lends
+    lent = lent + lends
+    lent_until = now + tonumber(ARGV[7])
+  end
 end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
-  'at', string.format('%.17g', now))
-redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((burst - tokens) / rate * 1000)))
-return {allowed, string.format('%.17g', tokens), lent}
+  'at', string.format('%.17g', now), 'lent', string.format('%.17g', lent),
+  'lent_until', string.format('%.17g', lent_until))
+local full = math.max((burst - tokens) / rate, lent_until - now)
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(full * 1000)))
+return {allowed, string.format('%.17g', tokens), lends}
 """
 )
-"""Token bucket. KEYS: the bucket. ARGV: per minute, burst, tokens given back (a node's unspent
-credit), the share of what is left to lend, at most how many. Answers allowed, the tokens left
-(as text: Redis would cut a Lua number to an integer) and the tokens lent."""
+"""Token bucket that lends. KEYS: the bucket. ARGV: per minute, burst, tokens a node gives
+back (unspent), the loan they settle (all it was lent), the share of what is left to lend, at
+most how many, how long a loan counts. Tokens lent and not settled count as taken until the
+loan's time is up: the bucket refills only to `burst` less them (the loans out since the last
+call were out all that time: settling comes after the refill), so that the tokens nodes hold
+and the tokens in the bucket never add up to more than `burst`. Answers allowed, the tokens
+left (as text: Redis would cut a Lua number to an integer) and the tokens lent."""
 
 _RESERVE = (
     _NOW
@@ -97,6 +117,9 @@ several nodes each reserving, the others still find most of the bucket."""
 CREDIT_MOST = 64
 CREDIT_SECONDS = 1.0
 """How long a credit is spent before the next take asks Redis again (and gives back the rest)."""
+LOAN_SECONDS = CREDIT_SECONDS + 1.0
+"""How long Redis counts a loan not settled as taken: longer than a node spends it, by more than
+a script call takes."""
 CREDIT_KEYS = 10_000
 """Credits kept at most, the least recently used dropped (their tokens come back as the bucket
 refills)."""
@@ -106,6 +129,8 @@ refills)."""
 class _Credit:
     tokens: int
     """Reserved in the shared bucket, not spent yet."""
+    lent: int
+    """All the loans it holds: what giving back settles."""
     left: float
     """The shared bucket's tokens when they were reserved."""
     per_minute: int
@@ -151,11 +176,20 @@ class RedisRateLimiter:
             tokens = credit.left + credit.tokens
             return Decision(True, per_minute, int(tokens), (burst - tokens) / rate, 0.0)
         # Taken out before the call: a take meanwhile cannot spend what goes back.
-        given_back = self._credits.pop(key).tokens if credit is not None else 0
+        returned = self._credits.pop(key) if credit is not None else None
+        given_back, settled = (returned.tokens, returned.lent) if returned else (0, 0)
         try:
             allowed, left, lent = await self._take(
                 keys=[self._prefix + key],
-                args=[per_minute, burst, given_back, CREDIT_SHARE, CREDIT_MOST],
+                args=[
+                    per_minute,
+                    burst,
+                    given_back,
+                    settled,
+                    CREDIT_SHARE,
+                    CREDIT_MOST,
+                    LOAN_SECONDS,
+                ],
             )
         except (RedisError, OSError) as exc:
             self._unreachable(exc, "this node keeps the message budgets")
@@ -178,9 +212,14 @@ class RedisRateLimiter:
         held = self._credits.get(key)
         if held is not None and held.spendable(per_minute, burst, now):
             held.tokens += lent
+            held.lent += lent
             held.left = min(held.left, left)
         else:
-            self._credits[key] = _Credit(lent, left, per_minute, burst, now + CREDIT_SECONDS)
+            # A credit another take got meanwhile and could not spend any more: its loan is
+            # settled with this one's (its unspent tokens come back as the bucket refills).
+            owed = lent + (held.lent if held is not None else 0)
+            credit = _Credit(lent, owed, left, per_minute, burst, now + CREDIT_SECONDS)
+            self._credits[key] = credit
         self._credits.move_to_end(key)
         while len(self._credits) > CREDIT_KEYS:
             self._credits.popitem(last=False)
