@@ -341,10 +341,10 @@ def _planning(conn: Connection, switched_off: str) -> Iterator[None]:
     own words: the generic plan a driver's prepared statement settles on after five runs does
     not know them, and with one way switched off sorted the whole table (330 ms)."""
     conn.execute(_SWITCH_OFF, {"way": switched_off})
-    try:
-        yield
-    finally:
-        conn.exec_driver_sql(f"RESET {switched_off}")
+    yield
+    # Not after a failure: the transaction is aborted (a RESET would hide the error with its
+    # own), and its rollback ends the setting anyway.
+    conn.exec_driver_sql(f"RESET {switched_off}")
 
 
 def _plain(query: Query, narrowed: Narrowing) -> bool:
