@@ -194,7 +194,8 @@ class PostgresMessageSearch:
         below = position.key if not ranked and isinstance(position.key, str) else None
         wanted = RANKED_CANDIDATES if ranked else limit + 1
         page = Page(position.offset, limit + 1) if ranked else None
-        rows = self._newest(conn, query, narrowed, columns, conditions, below, wanted, page)
+        chosen = self._route(conn, query, narrowed, wanted)
+        rows = newest(conn, columns, conditions, below, wanted, chosen, page)
         if ranked:
             ids = [r.id for r in rows]
             following = Position(offset=position.offset + limit) if len(ids) > limit else None
@@ -222,45 +223,35 @@ class PostgresMessageSearch:
         next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
         return Found(hits=hits, next_cursor=next_cursor)
 
-    def _newest(
-        self,
-        conn: Connection,
-        query: Query,
-        narrowed: Narrowing,
-        columns: Sequence[ColumnElement[Any]],
-        conditions: Sequence[ColumnElement[bool]],
-        below: str | None,
-        wanted: int,
-        page: Page | None,
-    ) -> Sequence[Row[Any]]:
-        """The newest `wanted` rows of `columns` meeting `conditions` (older than `below`), or
-        the `page` of them by score."""
+    def _route(
+        self, conn: Connection, query: Query, narrowed: Narrowing, wanted: int
+    ) -> Route | None:
+        """How to read the newest `wanted` matches of `query`; None for the planner's way."""
         if not query.required:
-            return newest(conn, columns, conditions, below, wanted, None, page)
+            return None
         if query.before is not None or query.has:
             # The planner walks the primary key backwards whenever it expects matches all
             # along it; `before:` puts them far back and `has:` is a guess, so its walk read
             # most of the table (0.3 s at 1M messages). The text index bounds the work by the
             # words' matches instead.
-            return newest(conn, columns, conditions, below, wanted, INDEX, page)
+            return INDEX
         phrase = any(len(t.words) > 1 for t in query.required)
         plain = _plain(query, narrowed)
         estimate = _estimate(conn, query) if plain or phrase else None
         if estimate is None:
-            return newest(conn, columns, conditions, below, wanted, None, page)
+            return None
         if not plain:
             # Narrowed by channels, authors or dates, a walk passes more rows than the words'
             # estimate says, by a share the statistics do not tell: the planner, which weighs
             # those columns too, chooses; but a phrase it estimates as its words together,
             # expecting thousands of matches where there are hundreds, so a phrase few rows
             # hold all the words of goes through the text index.
-            rare = INDEX if estimate.holding <= FEW_ROWS else None
-            return newest(conn, columns, conditions, below, wanted, rare, page)
+            return INDEX if estimate.holding <= FEW_ROWS else None
         chosen = route(estimate, wanted)
         if chosen.way == "window" and not phrase:
             # Words alone: the statistics know them well, and the planner then walks for them.
-            return newest(conn, columns, conditions, below, wanted, None, page)
-        return newest(conn, columns, conditions, below, wanted, chosen, page)
+            return None
+        return chosen
 
 
 def newest(
