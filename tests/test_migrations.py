@@ -204,7 +204,7 @@ def test_chunks_and_vectors_of_older_versions_are_searchable_on_postgresql(
 def _not_search_only(
     item: object, name: str | None, kind: str, reflected: bool, other: object
 ) -> bool:
-    """Leaves out what migrations 0009 (knowledge) and 0012 (messages) add for their search
+    """Leaves out what migrations 0009 (knowledge), 0012 and 0022 (messages) add for their search
     indexes outside the table definitions: PostgreSQL's columns and indexes, SQLite's FTS5
     tables."""
     table = getattr(getattr(item, "table", None), "name", None)
@@ -469,3 +469,24 @@ def test_0021_leaves_new_messages_to_the_search_backlog_and_a_downgrade_indexes_
     migrate.downgrade(store.url, "0020_search_by_channel")
     assert store.rows(found, ("garden",)) == [("msg_04A",), ("msg_04B",)]
     assert store.rows("SELECT name FROM sqlite_master WHERE name = 'messages_fts_upto'") == []
+
+
+def test_0022_gives_postgresql_block_ranges_of_the_ids_and_a_downgrade_drops_them(
+    store: Store,
+) -> None:
+    """0022 adds a BRIN index over `messages.id` on PostgreSQL (its search reads a common
+    word's newest matches through it) over the messages already there; SQLite gets nothing."""
+    migrate.upgrade(store.url, "0010_node_leases")
+    store.fill()
+    migrate.upgrade(store.url, "0022_id_block_ranges")
+    if store.path is not None:
+        assert store.rows("SELECT name FROM sqlite_master WHERE name LIKE '%brin%'") == []
+        migrate.downgrade(store.url, "0021_search_backlog")
+        return
+    method = (
+        "SELECT a.amname FROM pg_class i JOIN pg_am a ON a.oid = i.relam "
+        "WHERE i.relname = 'ix_messages_id_brin'"
+    )
+    assert store.rows(method) == [("brin",)]
+    migrate.downgrade(store.url, "0021_search_backlog")
+    assert store.rows(method) == []

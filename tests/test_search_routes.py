@@ -1,7 +1,8 @@
 """PostgreSQL's ways to a search's newest matches (`search/postgres.py`): the text index
-alone, a walk of a window of the newest rows and then the rest through the index or walking
-on, or the planner's choice. Whichever a search takes, it finds the same messages in the same
-order, every page; and `route` takes the cheaper one for what the statistics say."""
+alone, a walk of a window of the newest rows or the text index's matches since an id (with the
+id's block ranges) and then the rest through the index or walking on, or the planner's choice.
+Whichever a search takes, it finds the same messages in the same order, every page; and `route`
+takes the cheaper one for what the statistics say."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from palaver.search import postgres
 from palaver.search.base import RANKED_CANDIDATES, Sort, Viewer
 from palaver.search.postgres import (
     INDEX,
+    PLANNER,
     WALK_SHARE,
     WINDOW_SHARE,
     Estimate,
@@ -159,14 +161,27 @@ def _expected(conn: Connection, q: str, sort: Sort) -> list[str]:
         return [row.id for row in rows]
 
 
-ROUTES: dict[str, Callable[[Estimate, int], Route]] = {
+def _since(since: str, holding: float) -> Callable[[Estimate, int, bool], Route]:
+    """The `since` route from `since`, its rest through the index (`holding` 0) or walking on."""
+    return lambda e, w, p: Route("since", estimate=Estimate(holding, e.table), since=since)
+
+
+ROUTES: dict[str, Callable[[Estimate, int, bool], Route]] = {
     "as chosen": route,
-    "the index": lambda estimate, wanted: INDEX,
-    "a window of 8, then the index": lambda e, w: Route("window", 8, Estimate(0.0, e.table)),
-    "a window of 8, then walking on": lambda e, w: Route("window", 8, Estimate(1e18, e.table)),
-    "a window of 512, then the index": lambda e, w: Route("window", 512, Estimate(0.0, e.table)),
-    "a window of 512, then walking on": lambda e, w: Route("window", 512, Estimate(1e18, 1e9)),
-    "a window past the table": lambda e, w: Route("window", 8192, e),
+    "the planner": lambda e, w, p: PLANNER,
+    "the index": lambda e, w, p: INDEX,
+    "a window of 8, then the index": lambda e, w, p: Route("window", 8, Estimate(0.0, e.table)),
+    "a window of 8, then walking on": lambda e, w, p: Route("window", 8, Estimate(1e18, e.table)),
+    "a window of 512, then the index": lambda e, w, p: Route("window", 512, Estimate(0.0, e.table)),
+    "a window of 512, then walking on": lambda e, w, p: Route("window", 512, Estimate(1e18, 1e9)),
+    "a window past the table": lambda e, w, p: Route("window", 8192, e),
+    "since the newest 10 ids, then the index": _since("msg_002990", 0.0),
+    "since the newest 10 ids, then walking on": _since("msg_002990", 1e18),
+    "since the middle, then the index": _since("msg_001500", 0.0),
+    "since the middle, then walking on": _since("msg_001500", 1e18),
+    "since a deleted id, then the index": _since(f"msg_{17 * 100:06d}", 0.0),
+    "since before the first id": _since("msg_", 0.0),
+    "since after the last id": _since("msg_999999", 1e18),
 }
 
 
@@ -198,18 +213,41 @@ def test_the_statistics_give_an_estimate_and_a_phrase_of_common_words_is_walked(
         # both: far more than the 31 that hold the phrase.
         assert estimate.holding > 300
         assert 0.9 * TOTAL < estimate.table < 1.1 * TOTAL
-        assert route(estimate, 21).way == "window"
+        assert route(estimate, 21, True).way == "window"
+        # A phrase's estimate is only a bound: no ids to start from.
+        assert estimate.bounds == ()
 
 
-def test_few_matches_go_through_the_index_and_many_through_a_bounded_window() -> None:
+def test_a_word_the_statistics_know_comes_with_the_ids_that_cut_the_table(
+    engine: Engine,
+) -> None:
+    with engine.connect() as conn, conn.begin():
+        estimate = postgres._estimate(conn, parse("alpha"))
+        assert estimate is not None
+        # About as many rows between each two: each share holds about as many messages.
+        bounds = estimate.bounds
+        assert len(bounds) > 10
+        assert list(bounds) == sorted(bounds)
+        assert bounds[0] <= "msg_000100" and bounds[-1] >= "msg_002900"
+        middle = bounds[len(bounds) // 2]
+        assert "msg_001200" < middle < "msg_001800"
+        # A word none of the common ones: its share is a bound, so no ids.
+        absent = postgres._estimate(conn, parse("absent"))
+        assert absent is not None
+        assert absent.bounds == ()
+
+
+def test_a_phrase_goes_through_the_index_when_few_rows_hold_its_words_else_a_bounded_window() -> (
+    None
+):
     million = 1_000_000.0
-    assert route(Estimate(holding=5_000, table=million), RANKED_CANDIDATES) == INDEX
-    assert route(Estimate(holding=1_000, table=million), 21) == INDEX
-    common = route(Estimate(holding=400_000, table=million), RANKED_CANDIDATES)
+    assert route(Estimate(holding=5_000, table=million), RANKED_CANDIDATES, True) == INDEX
+    assert route(Estimate(holding=1_000, table=million), 21, True) == INDEX
+    common = route(Estimate(holding=400_000, table=million), RANKED_CANDIDATES, True)
     assert common.way == "window"
     # Four times the 2,500 rows a walk should pass, to a power of two below.
     assert common.window == 8192
-    middling = route(Estimate(holding=20_000, table=million), RANKED_CANDIDATES)
+    middling = route(Estimate(holding=20_000, table=million), RANKED_CANDIDATES, True)
     assert middling.way == "window"
     # Never more than a share of what the index would cost.
     assert middling.window * WALK_SHARE <= WINDOW_SHARE * 20_000
@@ -227,3 +265,24 @@ def test_after_a_window_the_rest_goes_the_cheaper_way() -> None:
     assert not rest_by_index(Estimate(30_000, million), 21, 4096, 0)
     # Walking on cannot pass more than the table.
     assert not rest_by_index(Estimate(900_000, million), 21, 4096, 0)
+
+
+BOUNDS = tuple(f"msg_{n * 10_000:07d}" for n in range(101))
+"""A histogram of a million ids, a hundredth of the table between each two."""
+
+
+def test_words_go_since_an_id_where_their_matches_are_neither_few_nor_everywhere() -> None:
+    million = 1_000_000.0
+    # 10,000 rows hold the word: 2,000 matches are in the newest fifth of the ids, whose
+    # fetch, with the index's bitmap of all 10,000, costs less than fetching all of them or
+    # walking the 100,000 newest rows.
+    middling = route(Estimate(10_000, million, BOUNDS), RANKED_CANDIDATES, False)
+    assert middling == Route("since", estimate=middling.estimate, since="msg_0800000")
+    # Twice the matches wanted are all there are: the index.
+    assert route(Estimate(2_000, million, BOUNDS), RANKED_CANDIDATES, False) == INDEX
+    # Everywhere: a walk passes few rows for each match, and the planner walks.
+    assert route(Estimate(200_000, million, BOUNDS), RANKED_CANDIDATES, False) == PLANNER
+    assert route(Estimate(10_000, million, BOUNDS), 21, False) == PLANNER
+    assert route(Estimate(4_000, million, BOUNDS), 21, False) == PLANNER
+    # No ids known (a word rarer than the statistics' common ones): the index or the planner.
+    assert route(Estimate(10_000, million), RANKED_CANDIDATES, False) == INDEX

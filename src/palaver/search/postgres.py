@@ -21,6 +21,7 @@ words in a large share of the table). A wrong estimate then costs at most the wi
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,10 +77,27 @@ WINDOW_SHARE = 0.25
 """At most what share of the text index's cost a walk's window may cost: when the estimate
 was wrong and the rest goes through the index after all, the search costs at most 1.25 times
 the index's alone."""
+BITMAP_SHARE = 0.14
+"""What the text index's bitmap costs for one match (its posting read and set) against the
+fetch of one match from the table: 0.23 against 1.7 µs."""
+RANGE_SHARE = 0.0004
+"""What the id's block-range index (migration 0022) costs a search for each row of the table,
+against the fetch of one match: 0.7 ms for 1,000,000 rows in ranges of 16 pages."""
+RANGES_PAGE_COST = "20"
+"""The planner's `random_page_cost` for a search `since` an id. The planner ANDs bitmaps into
+the one it thinks cheapest to make, and an exact bitmap ANDed into a lossy one (the block
+ranges') is lossy: every row on the pages would be read and checked (20 ms where the exact one
+takes 3). Pages costing this much, the block ranges' pages cost more than the text index's
+for a word in up to some 3% of the rows (1,000,000 messages, 25 pages), past where `route`
+takes a walk instead."""
+SINCE_SLACK = 2
+"""How many times the matches it needs a search expects in the newest ids it reads the text
+index's matches among."""
 _ESTIMATE = text(
     "SELECT sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], s.freqs[s.n + 1]), "
     "1e-9))), ln(greatest(max(c.reltuples), 1)), "
-    "max(set_config('max_parallel_workers_per_gather', '0', true)) "
+    "max(set_config('max_parallel_workers_per_gather', '0', true)), "
+    "bool_and(array_position(s.elems, w) IS NOT NULL) "
     "FROM unnest(tsvector_to_array(to_tsvector('palaver_search', :words))) AS w, "
     "(SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs, "
     "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats p "
@@ -93,17 +111,33 @@ _ESTIMATE = text(
 the table has, from the statistics ANALYZE keeps of the column (its most common lexemes with
 their frequencies; one not among them is at most as frequent as the least of them), the words
 taken as independent, as the planner takes them. Summed as logs: the product of a long
-phrase's frequencies is below what a float holds. Nulls before the first ANALYZE.
+phrase's frequencies is below what a float holds. Nulls before the first ANALYZE. And
+whether every word is among those lexemes (else the share is only a bound).
 
 And parallel workers off for the rest of the transaction, in the same round trip: a search is
 one person's request on a server answering many, and workers take the cores the others need
 (they made a walk slower here, 64 against 42 ms)."""
 
+_BOUNDS = text(
+    "SELECT p.histogram_bounds::text::text[] FROM pg_stats p "
+    "JOIN pg_class t ON t.relname = p.tablename "
+    "JOIN pg_namespace ns ON ns.oid = t.relnamespace AND ns.nspname = p.schemaname "
+    "WHERE t.oid = 'messages'::regclass AND p.attname = 'id' AND NOT p.inherited"
+)
+"""The ids that cut the table into about equal shares (a hundred), the histogram ANALYZE keeps
+of them."""
+BOUNDS_SECONDS = 300.0
+"""How long a process keeps a database's id histogram (reading it costs a search a
+millisecond). An old one costs a search only time: whatever id a search starts from, it reads
+the matches from there on and then the older ones."""
+_bounds_read: dict[str, tuple[float, tuple[str, ...]]] = {}
+
 
 _SWITCH_OFF = text(
     "SELECT set_config(:way, 'off', true), "
     "set_config('max_parallel_workers_per_gather', '0', true), "
-    "set_config('plan_cache_mode', 'force_custom_plan', true)"
+    "set_config('plan_cache_mode', 'force_custom_plan', true), "
+    "set_config('random_page_cost', coalesce(:pages, current_setting('random_page_cost')), true)"
 )
 
 
@@ -113,18 +147,25 @@ class Estimate:
     """About how many rows hold every required word."""
     table: float
     """About how many rows the table has."""
+    bounds: tuple[str, ...] = ()
+    """Ids in order, about as many rows between each two; empty when not known, or when
+    `holding` is only a bound (a phrase, or a word rarer than the statistics' common ones)."""
 
 
 @dataclass(frozen=True)
 class Route:
-    """How the newest matches are read: every match from the text index, or a walk of a
-    window of the newest rows and then the older ones as `estimate` says."""
+    """How the newest matches are read: as the planner chooses; every match from the text
+    index; a walk of a window of the newest rows; or the text index's matches from `since` on
+    (the index's bitmap and the id's block ranges together, so that only those matches are
+    fetched). After a window or `since`, the older ones as `estimate` says."""
 
-    way: Literal["index", "window"]
+    way: Literal["planner", "index", "window", "since"]
     window: int = 0
     estimate: Estimate | None = None
+    since: str = ""
 
 
+PLANNER = Route("planner")
 INDEX = Route("index")
 
 
@@ -134,17 +175,31 @@ class Page:
     size: int
 
 
-def route(estimate: Estimate, wanted: int) -> Route:
-    """The cheaper way to the newest `wanted` matches. A walk passes about `wanted * table /
-    holding` rows, the index fetches `holding` matches: the index wins while `holding ** 2 <=
-    WALK_SHARE * wanted * table`. A walk's window is `WINDOW_SLACK` times the rows it should
-    need, but costs at most `WINDOW_SHARE` of what the index would, rounded down to a power of
-    two so that the statements' texts stay few."""
+def route(estimate: Estimate, wanted: int, phrase: bool) -> Route:
+    """The cheaper way to the newest `wanted` matches, in what fetching one match from the
+    table costs. A walk passes about `wanted * table / holding` rows (`WALK_SHARE` each), the
+    index fetches `holding` matches.
+
+    Words alone whose shares the statistics know (`bounds` given) may also go `since` an id:
+    the index's bitmap of all `holding` (`BITMAP_SHARE` each) and the id's block ranges
+    (`RANGE_SHARE` a row of the table) fetch only the matches in the newest ids where
+    `SINCE_SLACK` times `wanted` are expected; else the planner walks, as it does for them. A
+    phrase's rows are fewer than its words' by a share nothing tells: walked within a window of
+    `WINDOW_SLACK` times the rows it should need, but costing at most `WINDOW_SHARE` of what
+    the index would, rounded down to a power of two so that the statements' texts stay few."""
     holding, table = max(estimate.holding, 1.0), max(estimate.table, 1.0)
-    if holding * holding <= WALK_SHARE * wanted * table:
-        return INDEX
-    rows = min(WINDOW_SLACK * wanted * table / holding, WINDOW_SHARE * holding / WALK_SHARE)
-    return Route("window", 1 << (max(int(rows), 1).bit_length() - 1), estimate)
+    walk = WALK_SHARE * wanted * table / holding
+    if phrase:
+        if holding <= walk:
+            return INDEX
+        rows = min(WINDOW_SLACK * wanted * table / holding, WINDOW_SHARE * holding / WALK_SHARE)
+        return Route("window", 1 << (max(int(rows), 1).bit_length() - 1), estimate)
+    share = SINCE_SLACK * wanted / holding
+    cut = math.floor((1 - share) * (len(estimate.bounds) - 1))
+    since = BITMAP_SHARE * holding + SINCE_SLACK * wanted + RANGE_SHARE * table
+    if cut > 0 and since < min(holding, walk):
+        return Route("since", estimate=estimate, since=estimate.bounds[cut])
+    return INDEX if holding <= walk else PLANNER
 
 
 def rest_by_index(estimate: Estimate, wanted: int, walked: int, found: int) -> bool:
@@ -247,11 +302,8 @@ class PostgresMessageSearch:
             # expecting thousands of matches where there are hundreds, so a phrase few rows
             # hold all the words of goes through the text index.
             return INDEX if estimate.holding <= FEW_ROWS else None
-        chosen = route(estimate, wanted)
-        if chosen.way == "window" and not phrase:
-            # Words alone: the statistics know them well, and the planner then walks for them.
-            return None
-        return chosen
+        chosen = route(estimate, wanted, phrase)
+        return None if chosen.way == "planner" else chosen
 
 
 def newest(
@@ -267,11 +319,13 @@ def newest(
     as `chosen` says, or as the planner chooses when None: the same rows whichever way. With
     a `page`, that page of them by their `score` column, best first (ids: newest first)."""
     bounded = [*conditions, messages.c.id < below] if below is not None else list(conditions)
-    if chosen is None:
+    if chosen is None or chosen.way == "planner":
         return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
     if chosen.way == "index":
         with _planning(conn, "enable_indexscan"):
             return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
+    if chosen.way == "since":
+        return _since(conn, columns, bounded, wanted, chosen, page)
     # Only the columns the statement reads: the walk copies each row it passes.
     used = {
         element.key
@@ -305,18 +359,63 @@ def newest(
         )
         with _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan"):
             found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
+    return _paged(found, page)
+
+
+def _since(
+    conn: Connection,
+    columns: Sequence[ColumnElement[Any]],
+    conditions: Sequence[ColumnElement[bool]],
+    wanted: int,
+    chosen: Route,
+    page: Page | None,
+) -> Sequence[Row[Any]]:
+    """`newest` on the `since` route: the matches from `chosen.since` on, through the text
+    index's bitmap and the id's block ranges together; when they are too few, the older ones
+    the cheaper way at the density they showed."""
+    recent = [*conditions, messages.c.id >= chosen.since]
+    with _planning(conn, "enable_indexscan", RANGES_PAGE_COST):
+        if page is not None:
+            # Ranked in SQL when they are enough (as they are but for a wrong estimate): a
+            # page leaves the server where a thousand rows cost Python 4 ms.
+            best = conn.execute(_ranked(_ordered(columns, recent, wanted), page, True)).all()
+            if best and best[0].found >= wanted:
+                return best
+        found = list(conn.execute(_ordered(columns, recent, wanted)).all())
+    if len(found) < wanted:
+        older = [*conditions, messages.c.id < chosen.since]
+        estimate = chosen.estimate
+        by_index = estimate is None or rest_by_index(
+            estimate, wanted, _rows_since(estimate, chosen.since), len(found)
+        )
+        with _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan"):
+            found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
+    return _paged(found, page)
+
+
+def _rows_since(estimate: Estimate, since: str) -> int:
+    """About how many rows have an id from `since` on, from the histogram's share."""
+    bounds = estimate.bounds
+    after = len(bounds) - 1 - bounds.index(since) if since in bounds else len(bounds) - 1
+    return max(1, int(estimate.table * after / max(len(bounds) - 1, 1)))
+
+
+def _paged(found: list[Row[Any]], page: Page | None) -> Sequence[Row[Any]]:
     if page is None:
         return found
     best = sorted(found, key=attrgetter("score", "id"), reverse=True)
     return best[page.offset : page.offset + page.size]
 
 
-def _ranked(statement: Select[Any], page: Page | None) -> Select[Any]:
+def _ranked(statement: Select[Any], page: Page | None, counted: bool = False) -> Select[Any]:
+    """`page` of `statement`'s rows by their `score`, best first (and with how many rows there
+    were, `found`, when `counted`); the rows themselves without a page."""
     if page is None:
         return statement
     found = statement.subquery()
     best = found.c.score.desc(), found.c.id.desc()
-    return select(found.c.id).order_by(*best).offset(page.offset).limit(page.size)
+    columns = [found.c.id, func.count().over().label("found")] if counted else [found.c.id]
+    return select(*columns).order_by(*best).offset(page.offset).limit(page.size)
 
 
 def _ordered(
@@ -326,16 +425,19 @@ def _ordered(
 
 
 @contextmanager
-def _planning(conn: Connection, switched_off: str) -> Iterator[None]:
-    """The planner without one of its ways for the statements inside; and for the rest of the
-    transaction in one process (as `_ESTIMATE` says why) and with a plan for each statement's
-    own words: the generic plan a driver's prepared statement settles on after five runs does
-    not know them, and with one way switched off sorted the whole table (330 ms)."""
-    conn.execute(_SWITCH_OFF, {"way": switched_off})
+def _planning(conn: Connection, switched_off: str, page_cost: str | None = None) -> Iterator[None]:
+    """The planner without one of its ways (and with `page_cost` for a random page, when
+    given) for the statements inside; and for the rest of the transaction in one process (as
+    `_ESTIMATE` says why) and with a plan for each statement's own words: the generic plan a
+    driver's prepared statement settles on after five runs does not know them, and with one
+    way switched off sorted the whole table (330 ms)."""
+    conn.execute(_SWITCH_OFF, {"way": switched_off, "pages": page_cost})
     yield
     # Not after a failure: the transaction is aborted (a RESET would hide the error with its
     # own), and its rollback ends the setting anyway.
     conn.exec_driver_sql(f"RESET {switched_off}")
+    if page_cost is not None:
+        conn.exec_driver_sql("RESET random_page_cost")
 
 
 def _plain(query: Query, narrowed: Narrowing) -> bool:
@@ -350,10 +452,24 @@ def _estimate(conn: Connection, query: Query) -> Estimate | None:
     """What the statistics ANALYZE keeps say of the query's required words; None before the
     first ANALYZE."""
     words = " ".join(t.text for t in query.required)
-    share, table, _ = conn.execute(_ESTIMATE, {"words": words}).one()
+    share, table, _, known = conn.execute(_ESTIMATE, {"words": words}).one()
     if share is None or table is None:
         return None
-    return Estimate(holding=math.exp(share + table), table=math.exp(table))
+    # A window sized by a bound would hold too few of a rarer word's matches.
+    bounds = _bounds(conn) if known and all(len(t.words) == 1 for t in query.required) else ()
+    return Estimate(math.exp(share + table), math.exp(table), bounds)
+
+
+def _bounds(conn: Connection) -> tuple[str, ...]:
+    """The id histogram of the database `conn` is on, read at most every `BOUNDS_SECONDS`."""
+    database = conn.engine.url.render_as_string(hide_password=True)
+    now = time.monotonic()
+    kept = _bounds_read.get(database)
+    if kept is not None and now - kept[0] < BOUNDS_SECONDS:
+        return kept[1]
+    bounds = tuple(conn.execute(_BOUNDS).scalar() or ())
+    _bounds_read[database] = (now, bounds)
+    return bounds
 
 
 def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:
