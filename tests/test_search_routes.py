@@ -231,10 +231,12 @@ def test_a_word_the_statistics_know_comes_with_the_ids_that_cut_the_table(
         assert bounds[0] <= "msg_000100" and bounds[-1] >= "msg_002900"
         middle = bounds[len(bounds) // 2]
         assert "msg_001200" < middle < "msg_001800"
-        # A word none of the common ones: its share is a bound, so no ids.
+        # A word none of the common ones: its share is only a bound.
         absent = postgres._estimate(conn, parse("absent"))
         assert absent is not None
-        assert absent.bounds == ()
+        assert absent.bounds == bounds
+        assert not absent.known
+        assert estimate.known
 
 
 def test_a_phrase_goes_through_the_index_when_few_rows_hold_its_words_else_a_bounded_window() -> (
@@ -284,5 +286,12 @@ def test_words_go_since_an_id_where_their_matches_are_neither_few_nor_everywhere
     assert route(Estimate(200_000, million, BOUNDS), RANKED_CANDIDATES, False) == PLANNER
     assert route(Estimate(10_000, million, BOUNDS), 21, False) == PLANNER
     assert route(Estimate(4_000, million, BOUNDS), 21, False) == PLANNER
-    # No ids known (a word rarer than the statistics' common ones): the index or the planner.
+    # No ids known: the index or the planner.
     assert route(Estimate(10_000, million), RANKED_CANDIDATES, False) == INDEX
+    assert route(Estimate(200_000, million), RANKED_CANDIDATES, False) == PLANNER
+    # A word rarer than the statistics' common ones, which a walk might pass the table for:
+    # since an id when the window is small, else the index, whose cost the bound bounds.
+    rarer = Estimate(3_800, million, BOUNDS, known=False)
+    assert route(rarer, 21, False) == Route("since", estimate=rarer, since="msg_0980000")
+    assert route(rarer, RANKED_CANDIDATES, False) == INDEX
+    assert route(Estimate(3_800, million, known=False), 21, False) == INDEX

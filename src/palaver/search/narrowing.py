@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, null, or_, select
 
 from palaver.domain import Message
 from palaver.search.base import Viewer
@@ -77,13 +77,22 @@ def narrowing(conn: Connection, query: Query, viewer: Viewer) -> Narrowing:
     return Narrowing(conditions, None if scope is None else sorted(scope))
 
 
-def with_channels(conn: Connection, ids: list[str]) -> dict[str, tuple[Message, str, str]]:
-    """The messages of `ids` with their channel's name and type, in one read."""
+def with_channels(
+    conn: Connection, ids: list[str], snippet: ColumnElement[str] | None = None
+) -> dict[str, tuple[Message, str, str, str | None]]:
+    """The messages of `ids` with their channel's name and type, and `snippet` of each when
+    given, in one read."""
     if not ids:
         return {}
+    extra = snippet if snippet is not None else null()
     rows = conn.execute(
-        select(messages, channels.c.name.label("channel_name"), channels.c.type.label("kind"))
+        select(
+            messages,
+            channels.c.name.label("channel_name"),
+            channels.c.type.label("kind"),
+            extra.label("snippet"),
+        )
         .join(channels, channels.c.id == messages.c.channel_id)
         .where(messages.c.id.in_(ids))
     )
-    return {row.id: (from_row(row), row.channel_name, row.kind) for row in rows}
+    return {row.id: (from_row(row), row.channel_name, row.kind, row.snippet) for row in rows}

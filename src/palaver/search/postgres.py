@@ -34,6 +34,7 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
+    String,
     func,
     literal_column,
     select,
@@ -63,6 +64,10 @@ from palaver.store.tables.core import messages
 
 CONFIG: ColumnElement[Any] = literal_column("'palaver_search'::regconfig")
 TSV: ColumnElement[Any] = literal_column("messages.search_tsv")
+RANGED_ID: ColumnElement[str] = literal_column("(messages.id || '')", String)
+"""The id as the block-range index of migration 0022 holds it: an expression no other statement
+uses, so that the planner never ANDs that index's lossy bitmap into another's elsewhere (a
+search's rest through the text index took 190 ms where it takes 40)."""
 HEADLINE_OPTIONS = f"StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_TOKENS}, MinWords=12"
 FEW_ROWS = 20_000
 """Up to how many rows holding every word of a query with a phrase the text index's bitmap (each
@@ -93,6 +98,10 @@ takes a walk instead."""
 SINCE_SLACK = 2
 """How many times the matches it needs a search expects in the newest ids it reads the text
 index's matches among."""
+UNKNOWN_SHARE = 0.1
+"""At most what share of the table a search `since` an id may expect to read the matches of
+a word rarer than the statistics' common ones among: its matches may be far fewer than their
+bound, and when the newest ids hold too few, the rest costs the index's fetches anyway."""
 _ESTIMATE = text(
     "SELECT sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], s.freqs[s.n + 1]), "
     "1e-9))), ln(greatest(max(c.reltuples), 1)), "
@@ -148,8 +157,10 @@ class Estimate:
     table: float
     """About how many rows the table has."""
     bounds: tuple[str, ...] = ()
-    """Ids in order, about as many rows between each two; empty when not known, or when
-    `holding` is only a bound (a phrase, or a word rarer than the statistics' common ones)."""
+    """Ids in order, about as many rows between each two (empty when not known, or for a
+    phrase)."""
+    known: bool = True
+    """Whether the statistics know every word's share; else `holding` is only a bound."""
 
 
 @dataclass(frozen=True)
@@ -180,12 +191,15 @@ def route(estimate: Estimate, wanted: int, phrase: bool) -> Route:
     table costs. A walk passes about `wanted * table / holding` rows (`WALK_SHARE` each), the
     index fetches `holding` matches.
 
-    Words alone whose shares the statistics know (`bounds` given) may also go `since` an id:
-    the index's bitmap of all `holding` (`BITMAP_SHARE` each) and the id's block ranges
-    (`RANGE_SHARE` a row of the table) fetch only the matches in the newest ids where
-    `SINCE_SLACK` times `wanted` are expected; else the planner walks, as it does for them. A
-    phrase's rows are fewer than its words' by a share nothing tells: walked within a window of
-    `WINDOW_SLACK` times the rows it should need, but costing at most `WINDOW_SHARE` of what
+    Words alone may also go `since` an id: the index's bitmap of all `holding` (`BITMAP_SHARE`
+    each) and the id's block ranges (`RANGE_SHARE` a row of the table) fetch only the matches
+    in the newest ids where `SINCE_SLACK` times `wanted` are expected; else the planner walks,
+    as it does for them. For words rarer than the statistics' common ones `holding` is only a
+    bound, and a walk for a far rarer one passes the table: the index, or `since` when its
+    window is small (`UNKNOWN_SHARE`), so that finding too few there costs little.
+
+    A phrase's rows are fewer than its words' by a share nothing tells: walked within a window
+    of `WINDOW_SLACK` times the rows it should need, but costing at most `WINDOW_SHARE` of what
     the index would, rounded down to a power of two so that the statements' texts stay few."""
     holding, table = max(estimate.holding, 1.0), max(estimate.table, 1.0)
     walk = WALK_SHARE * wanted * table / holding
@@ -197,6 +211,10 @@ def route(estimate: Estimate, wanted: int, phrase: bool) -> Route:
     share = SINCE_SLACK * wanted / holding
     cut = math.floor((1 - share) * (len(estimate.bounds) - 1))
     since = BITMAP_SHARE * holding + SINCE_SLACK * wanted + RANGE_SHARE * table
+    if not estimate.known:
+        if cut > 0 and share <= UNKNOWN_SHARE and since < holding:
+            return Route("since", estimate=estimate, since=estimate.bounds[cut])
+        return INDEX
     if cut > 0 and since < min(holding, walk):
         return Route("since", estimate=estimate, since=estimate.bounds[cut])
     return INDEX if holding <= walk else PLANNER
@@ -258,12 +276,10 @@ class PostgresMessageSearch:
             ids = [r.id for r in rows]
             following = Position(key=ids[limit - 1]) if len(ids) > limit else None
         ids = ids[:limit]
-        snippets = _headlines(conn, query, ids)
-        loaded = with_channels(conn, ids)
+        loaded = with_channels(conn, ids, _headline(query))
         hits = []
         for message_id in ids:
-            message, name, kind = loaded[message_id]
-            headline = snippets.get(message_id)
+            message, name, kind, headline = loaded[message_id]
             hits.append(
                 Hit(
                     message=message,
@@ -373,7 +389,7 @@ def _since(
     """`newest` on the `since` route: the matches from `chosen.since` on, through the text
     index's bitmap and the id's block ranges together; when they are too few, the older ones
     the cheaper way at the density they showed."""
-    recent = [*conditions, messages.c.id >= chosen.since]
+    recent = [*conditions, chosen.since <= RANGED_ID]
     with _planning(conn, "enable_indexscan", RANGES_PAGE_COST):
         if page is not None:
             # Ranked in SQL when they are enough (as they are but for a wrong estimate): a
@@ -455,9 +471,8 @@ def _estimate(conn: Connection, query: Query) -> Estimate | None:
     share, table, _, known = conn.execute(_ESTIMATE, {"words": words}).one()
     if share is None or table is None:
         return None
-    # A window sized by a bound would hold too few of a rarer word's matches.
-    bounds = _bounds(conn) if known and all(len(t.words) == 1 for t in query.required) else ()
-    return Estimate(math.exp(share + table), math.exp(table), bounds)
+    bounds = _bounds(conn) if all(len(t.words) == 1 for t in query.required) else ()
+    return Estimate(math.exp(share + table), math.exp(table), bounds, bool(known))
 
 
 def _bounds(conn: Connection) -> tuple[str, ...]:
@@ -472,14 +487,16 @@ def _bounds(conn: Connection) -> tuple[str, ...]:
     return bounds
 
 
-def _headlines(conn: Connection, query: Query, ids: list[str]) -> dict[str, str]:
-    if not query.required or not ids:
-        return {}
+def _headline(query: Query) -> ColumnElement[str] | None:
+    """A message's text with the query's words marked, read with the message itself."""
+    if not query.required:
+        return None
     # Escaped before: ts_headline drops what its parser reads as HTML tags (`<b>`), which a
     # message about code must keep; entities (`&lt;`) it passes through whole.
     content: Any = messages.c.content
     for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
         content = func.replace(content, char, entity)
-    headline = func.ts_headline(CONFIG, content, _tsquery(query.required, "&&"), HEADLINE_OPTIONS)
-    rows = conn.execute(select(messages.c.id, headline.label("s")).where(messages.c.id.in_(ids)))
-    return {row.id: str(row.s) for row in rows}
+    headline: ColumnElement[str] = func.ts_headline(
+        CONFIG, content, _tsquery(query.required, "&&"), HEADLINE_OPTIONS
+    )
+    return headline

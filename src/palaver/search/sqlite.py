@@ -141,7 +141,7 @@ class SqliteMessageSearch:
         loaded = with_channels(conn, [r.id for r in rows])
         hits = []
         for row in rows:
-            message, name, kind = loaded[row.id]
+            message, name, kind, _ = loaded[row.id]
             snippet = snippets.get(row.r)
             hits.append(
                 Hit(
