@@ -474,8 +474,9 @@ def test_0021_leaves_new_messages_to_the_search_backlog_and_a_downgrade_indexes_
 def test_0022_gives_postgresql_block_ranges_of_the_ids_and_a_downgrade_drops_them(
     store: Store,
 ) -> None:
-    """0022 adds a BRIN index over `messages.id` on PostgreSQL (its search reads a common
-    word's newest matches through it) over the messages already there; SQLite gets nothing."""
+    """0022 adds a BRIN index of the messages' ids on PostgreSQL (its search reads a common
+    word's newest matches through it), of `id || ''` so that no other statement's plan takes
+    it, over the messages already there; SQLite gets nothing."""
     migrate.upgrade(store.url, "0010_node_leases")
     store.fill()
     migrate.upgrade(store.url, "0022_id_block_ranges")
@@ -484,9 +485,11 @@ def test_0022_gives_postgresql_block_ranges_of_the_ids_and_a_downgrade_drops_the
         migrate.downgrade(store.url, "0021_search_backlog")
         return
     method = (
-        "SELECT a.amname FROM pg_class i JOIN pg_am a ON a.oid = i.relam "
-        "WHERE i.relname = 'ix_messages_id_brin'"
+        "SELECT a.amname, pg_get_indexdef(i.oid) FROM pg_class i "
+        "JOIN pg_am a ON a.oid = i.relam WHERE i.relname = 'ix_messages_id_brin'"
     )
-    assert store.rows(method) == [("brin",)]
+    [(kind, made)] = store.rows(method)
+    assert kind == "brin"
+    assert "(((id)::text || ''::text))" in str(made)
     migrate.downgrade(store.url, "0021_search_backlog")
     assert store.rows(method) == []

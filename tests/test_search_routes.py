@@ -169,6 +169,9 @@ def _since(since: str, holding: float) -> Callable[[Estimate, int, bool], Route]
 ROUTES: dict[str, Callable[[Estimate, int, bool], Route]] = {
     "as chosen": route,
     "the planner": lambda e, w, p: PLANNER,
+    "since the histogram's middle": lambda e, w, p: (
+        Route("since", estimate=e, since=e.bounds[len(e.bounds) // 2]) if e.bounds else INDEX
+    ),
     "the index": lambda e, w, p: INDEX,
     "a window of 8, then the index": lambda e, w, p: Route("window", 8, Estimate(0.0, e.table)),
     "a window of 8, then walking on": lambda e, w, p: Route("window", 8, Estimate(1e18, e.table)),
@@ -214,7 +217,7 @@ def test_the_statistics_give_an_estimate_and_a_phrase_of_common_words_is_walked(
         assert estimate.holding > 300
         assert 0.9 * TOTAL < estimate.table < 1.1 * TOTAL
         assert route(estimate, 21, True).way == "window"
-        # A phrase's estimate is only a bound: no ids to start from.
+        # A phrase never goes since an id (its estimate is of its words): no ids read.
         assert estimate.bounds == ()
 
 

@@ -13,9 +13,12 @@ for every match. The planner weighs them with costs that do not fit a hot table 
 thought dearer took 42 ms where the index took 14), and for a phrase it expects its words
 together, where a phrase of common words is rare. So for a query of words alone the adapter
 chooses (`route`), from the statistics ANALYZE keeps: the text index when few rows hold the
-words; otherwise a walk bounded to a window of the newest rows a few times what it should
-need, and when the window holds too few, the rest through the text index (or walking on, for
-words in a large share of the table). A wrong estimate then costs at most the window.
+words; for a phrase otherwise a walk bounded to a window of the newest rows a few times what it
+should need; for words the text index's matches since an id, where the newest ids should hold
+twice the matches needed (its bitmap ANDed with the block ranges of migration 0022's index, so
+that only those are fetched), or the planner's walk for words nearly everywhere. When a window
+holds too few, the rest goes through the text index (or walking on, for words in a large share
+of the table). A wrong estimate then costs at most the window.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ the one it thinks cheapest to make, and an exact bitmap ANDed into a lossy one (
 ranges') is lossy: every row on the pages would be read and checked (20 ms where the exact one
 takes 3). Pages costing this much, the block ranges' pages cost more than the text index's
 for a word in up to some 3% of the rows (1,000,000 messages, 25 pages), past where `route`
-takes a walk instead."""
+lets the planner walk for a word the statistics know."""
 SINCE_SLACK = 2
 """How many times the matches it needs a search expects in the newest ids it reads the text
 index's matches among."""
@@ -102,44 +105,42 @@ UNKNOWN_SHARE = 0.1
 """At most what share of the table a search `since` an id may expect to read the matches of
 a word rarer than the statistics' common ones among: its matches may be far fewer than their
 bound, and when the newest ids hold too few, the rest costs the index's fetches anyway."""
-_ESTIMATE = text(
-    "SELECT sum(ln(greatest(coalesce(s.freqs[array_position(s.elems, w)], s.freqs[s.n + 1]), "
-    "1e-9))), ln(greatest(max(c.reltuples), 1)), "
-    "max(set_config('max_parallel_workers_per_gather', '0', true)), "
-    "bool_and(array_position(s.elems, w) IS NOT NULL) "
-    "FROM unnest(tsvector_to_array(to_tsvector('palaver_search', :words))) AS w, "
-    "(SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs, "
-    "cardinality(most_common_elems::text::text[]) AS n FROM pg_stats p "
+_LEXEMES = text(
+    "SELECT tsvector_to_array(to_tsvector('palaver_search', :words)), "
+    "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass), "
+    "set_config('max_parallel_workers_per_gather', '0', true)"
+)
+"""The lexemes of `words` and about how many rows the table has. And parallel workers off for
+the rest of the transaction, in the same round trip: a search is one person's request on a
+server answering many, and workers take the cores the others need (they made a walk slower
+here, 64 against 42 ms)."""
+_STATISTICS = text(
+    "SELECT attname, most_common_elems::text::text[], most_common_elem_freqs, "
+    "histogram_bounds::text::text[] FROM pg_stats p "
     "JOIN pg_class t ON t.relname = p.tablename "
     "JOIN pg_namespace ns ON ns.oid = t.relnamespace AND ns.nspname = p.schemaname "
-    "WHERE t.oid = 'messages'::regclass AND p.attname = 'search_tsv' AND NOT p.inherited "
-    "AND p.most_common_elems IS NOT NULL) AS s, "
-    "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass) AS c"
+    "WHERE t.oid = 'messages'::regclass AND p.attname IN ('search_tsv', 'id') "
+    "AND NOT p.inherited"
 )
-"""The natural logs of about what share of rows hold every one of `words` and of how many rows
-the table has, from the statistics ANALYZE keeps of the column (its most common lexemes with
-their frequencies; one not among them is at most as frequent as the least of them), the words
-taken as independent, as the planner takes them. Summed as logs: the product of a long
-phrase's frequencies is below what a float holds. Nulls before the first ANALYZE. And
-whether every word is among those lexemes (else the share is only a bound).
+"""What ANALYZE keeps of the text column (its most common lexemes with their frequencies, the
+least of them after them) and of the ids (those that cut the table into about equal shares, a
+hundred)."""
+STATISTICS_SECONDS = 300.0
+"""How long a process keeps a database's statistics: reading them costs a search a
+millisecond, and they change only with ANALYZE. Old ones cost a search only time: whatever
+way it takes, it finds the same messages."""
 
-And parallel workers off for the rest of the transaction, in the same round trip: a search is
-one person's request on a server answering many, and workers take the cores the others need
-(they made a walk slower here, 64 against 42 ms)."""
 
-_BOUNDS = text(
-    "SELECT p.histogram_bounds::text::text[] FROM pg_stats p "
-    "JOIN pg_class t ON t.relname = p.tablename "
-    "JOIN pg_namespace ns ON ns.oid = t.relnamespace AND ns.nspname = p.schemaname "
-    "WHERE t.oid = 'messages'::regclass AND p.attname = 'id' AND NOT p.inherited"
-)
-"""The ids that cut the table into about equal shares (a hundred), the histogram ANALYZE keeps
-of them."""
-BOUNDS_SECONDS = 300.0
-"""How long a process keeps a database's id histogram (reading it costs a search a
-millisecond). An old one costs a search only time: whatever id a search starts from, it reads
-the matches from there on and then the older ones."""
-_bounds_read: dict[str, tuple[float, tuple[str, ...]]] = {}
+@dataclass(frozen=True)
+class _Statistics:
+    common: dict[str, float]
+    """The most common lexemes with the share of rows holding each."""
+    rarest: float
+    """The share of the least common of them: a lexeme not among them is at most as common."""
+    bounds: tuple[str, ...]
+
+
+_statistics_read: dict[str, tuple[float, _Statistics]] = {}
 
 
 _SWITCH_OFF = text(
@@ -209,7 +210,7 @@ def route(estimate: Estimate, wanted: int, phrase: bool) -> Route:
         rows = min(WINDOW_SLACK * wanted * table / holding, WINDOW_SHARE * holding / WALK_SHARE)
         return Route("window", 1 << (max(int(rows), 1).bit_length() - 1), estimate)
     share = SINCE_SLACK * wanted / holding
-    cut = math.floor((1 - share) * (len(estimate.bounds) - 1))
+    cut = math.floor((1 - share) * (len(estimate.bounds) - 1)) if share < 1 else 0
     since = BITMAP_SHARE * holding + SINCE_SLACK * wanted + RANGE_SHARE * table
     if not estimate.known:
         if cut > 0 and share <= UNKNOWN_SHARE and since < holding:
@@ -294,12 +295,10 @@ class PostgresMessageSearch:
         next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
         return Found(hits=hits, next_cursor=next_cursor)
 
-    def _route(
-        self, conn: Connection, query: Query, narrowed: Narrowing, wanted: int
-    ) -> Route | None:
-        """How to read the newest `wanted` matches of `query`; None for the planner's way."""
+    def _route(self, conn: Connection, query: Query, narrowed: Narrowing, wanted: int) -> Route:
+        """How to read the newest `wanted` matches of `query`."""
         if not query.required:
-            return None
+            return PLANNER
         if query.before is not None or query.has:
             # The planner walks the primary key backwards whenever it expects matches all
             # along it; `before:` puts them far back and `has:` is a guess, so its walk read
@@ -310,16 +309,15 @@ class PostgresMessageSearch:
         plain = _plain(query, narrowed)
         estimate = _estimate(conn, query) if plain or phrase else None
         if estimate is None:
-            return None
+            return PLANNER
         if not plain:
             # Narrowed by channels, authors or dates, a walk passes more rows than the words'
             # estimate says, by a share the statistics do not tell: the planner, which weighs
             # those columns too, chooses; but a phrase it estimates as its words together,
             # expecting thousands of matches where there are hundreds, so a phrase few rows
             # hold all the words of goes through the text index.
-            return INDEX if estimate.holding <= FEW_ROWS else None
-        chosen = route(estimate, wanted, phrase)
-        return None if chosen.way == "planner" else chosen
+            return INDEX if estimate.holding <= FEW_ROWS else PLANNER
+        return route(estimate, wanted, phrase)
 
 
 def newest(
@@ -328,20 +326,20 @@ def newest(
     conditions: Sequence[ColumnElement[bool]],
     below: str | None,
     wanted: int,
-    chosen: Route | None,
+    chosen: Route,
     page: Page | None = None,
 ) -> Sequence[Row[Any]]:
     """The newest `wanted` rows of `columns` meeting `conditions` (older than `below`), read
-    as `chosen` says, or as the planner chooses when None: the same rows whichever way. With
-    a `page`, that page of them by their `score` column, best first (ids: newest first)."""
+    as `chosen` says: the same rows whichever way. With a `page`, that page of them by their
+    `score` column, best first (ids: newest first)."""
     bounded = [*conditions, messages.c.id < below] if below is not None else list(conditions)
-    if chosen is None or chosen.way == "planner":
+    if chosen.way == "planner":
         return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
     if chosen.way == "index":
         with _planning(conn, "enable_indexscan"):
             return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
     if chosen.way == "since":
-        return _since(conn, columns, bounded, wanted, chosen, page)
+        return _since(conn, columns, bounded, wanted, chosen, page, below)
     # Only the columns the statement reads: the walk copies each row it passes.
     used = {
         element.key
@@ -385,19 +383,24 @@ def _since(
     wanted: int,
     chosen: Route,
     page: Page | None,
+    below: str | None,
 ) -> Sequence[Row[Any]]:
     """`newest` on the `since` route: the matches from `chosen.since` on, through the text
     index's bitmap and the id's block ranges together; when they are too few, the older ones
-    the cheaper way at the density they showed."""
+    the cheaper way at the density they showed. A later page whose cursor (`below`) is
+    already past `since` reads only older ones."""
     recent = [*conditions, chosen.since <= RANGED_ID]
-    with _planning(conn, "enable_indexscan", RANGES_PAGE_COST):
-        if page is not None:
-            # Ranked in SQL when they are enough (as they are but for a wrong estimate): a
-            # page leaves the server where a thousand rows cost Python 4 ms.
-            best = conn.execute(_ranked(_ordered(columns, recent, wanted), page, True)).all()
-            if best and best[0].found >= wanted:
-                return best
-        found = list(conn.execute(_ordered(columns, recent, wanted)).all())
+    found: list[Row[Any]] = []
+    if below is None or chosen.since < below:
+        with _planning(conn, "enable_indexscan", RANGES_PAGE_COST):
+            if page is not None:
+                # Ranked in SQL when they are enough (as they are but for a wrong estimate):
+                # a page leaves the server where a thousand rows cost Python 4 ms.
+                counted = _ranked(_ordered(columns, recent, wanted), page, True)
+                best = conn.execute(counted).all()
+                if best and best[0].found >= wanted:
+                    return best
+            found = list(conn.execute(_ordered(columns, recent, wanted)).all())
     if len(found) < wanted:
         older = [*conditions, messages.c.id < chosen.since]
         estimate = chosen.estimate
@@ -410,10 +413,13 @@ def _since(
 
 
 def _rows_since(estimate: Estimate, since: str) -> int:
-    """About how many rows have an id from `since` on, from the histogram's share."""
+    """About how many rows have an id from `since` on, from the histogram's share (the table
+    when `since` is not one of its bounds)."""
     bounds = estimate.bounds
-    after = len(bounds) - 1 - bounds.index(since) if since in bounds else len(bounds) - 1
-    return max(1, int(estimate.table * after / max(len(bounds) - 1, 1)))
+    if since not in bounds or len(bounds) < 2:
+        return max(1, int(estimate.table))
+    after = len(bounds) - 1 - bounds.index(since)
+    return max(1, int(estimate.table * after / (len(bounds) - 1)))
 
 
 def _paged(found: list[Row[Any]], page: Page | None) -> Sequence[Row[Any]]:
@@ -444,7 +450,7 @@ def _ordered(
 def _planning(conn: Connection, switched_off: str, page_cost: str | None = None) -> Iterator[None]:
     """The planner without one of its ways (and with `page_cost` for a random page, when
     given) for the statements inside; and for the rest of the transaction in one process (as
-    `_ESTIMATE` says why) and with a plan for each statement's own words: the generic plan a
+    `_LEXEMES` says why) and with a plan for each statement's own words: the generic plan a
     driver's prepared statement settles on after five runs does not know them, and with one
     way switched off sorted the whole table (330 ms)."""
     conn.execute(_SWITCH_OFF, {"way": switched_off, "pages": page_cost})
@@ -465,26 +471,39 @@ def _plain(query: Query, narrowed: Narrowing) -> bool:
 
 
 def _estimate(conn: Connection, query: Query) -> Estimate | None:
-    """What the statistics ANALYZE keeps say of the query's required words; None before the
-    first ANALYZE."""
+    """What the statistics ANALYZE keeps say of the query's required words, taken as
+    independent, as the planner takes them: about how many rows hold all of them; None before
+    the first ANALYZE."""
     words = " ".join(t.text for t in query.required)
-    share, table, _, known = conn.execute(_ESTIMATE, {"words": words}).one()
-    if share is None or table is None:
+    lexemes, table, _ = conn.execute(_LEXEMES, {"words": words}).one()
+    statistics = _statistics(conn)
+    if statistics is None or not lexemes:
         return None
-    bounds = _bounds(conn) if all(len(t.words) == 1 for t in query.required) else ()
-    return Estimate(math.exp(share + table), math.exp(table), bounds, bool(known))
+    # Summed as logs: the product of a long phrase's shares is below what a float holds.
+    shares = [statistics.common.get(lexeme, statistics.rarest) for lexeme in lexemes]
+    share = sum(math.log(max(s, 1e-9)) for s in shares)
+    bounds = statistics.bounds if all(len(t.words) == 1 for t in query.required) else ()
+    known = all(lexeme in statistics.common for lexeme in lexemes)
+    rows = max(float(table or 0), 1.0)
+    return Estimate(math.exp(share) * rows, rows, bounds, known)
 
 
-def _bounds(conn: Connection) -> tuple[str, ...]:
-    """The id histogram of the database `conn` is on, read at most every `BOUNDS_SECONDS`."""
+def _statistics(conn: Connection) -> _Statistics | None:
+    """The statistics of the database `conn` is on, read at most every `STATISTICS_SECONDS`;
+    None (and read again next time) before the first ANALYZE."""
     database = conn.engine.url.render_as_string(hide_password=True)
     now = time.monotonic()
-    kept = _bounds_read.get(database)
-    if kept is not None and now - kept[0] < BOUNDS_SECONDS:
+    kept = _statistics_read.get(database)
+    if kept is not None and now - kept[0] < STATISTICS_SECONDS:
         return kept[1]
-    bounds = tuple(conn.execute(_BOUNDS).scalar() or ())
-    _bounds_read[database] = (now, bounds)
-    return bounds
+    read = {row[0]: row[1:] for row in conn.execute(_STATISTICS)}
+    elems, freqs, _ = read.get("search_tsv", (None, None, None))
+    if not elems or not freqs:
+        return None
+    bounds = tuple(read.get("id", (None, None, None))[2] or ())
+    statistics = _Statistics(dict(zip(elems, freqs, strict=False)), freqs[len(elems)], bounds)
+    _statistics_read[database] = (now, statistics)
+    return statistics
 
 
 def _headline(query: Query) -> ColumnElement[str] | None:
