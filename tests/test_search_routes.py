@@ -25,10 +25,11 @@ from palaver.search.postgres import (
     Route,
     rest_by_index,
     route,
+    route_in_channels,
 )
 from palaver.search.query import parse
 from palaver.store import migrate
-from palaver.store.tables.core import channels, messages, users
+from palaver.store.tables.core import channel_members, channels, messages, users
 from palaver.store.urls import sync_url
 from tests.pg_server import PgServer
 
@@ -114,7 +115,9 @@ def engine(pg: PgServer) -> Iterator[Engine]:
     eng.dispose()
 
 
-def _every_page(conn: Connection, q: str, sort: Sort, limit: int) -> list[str]:
+def _every_page(
+    conn: Connection, q: str, sort: Sort, limit: int, viewer: Viewer = OWNER
+) -> list[str]:
     """The ids of every page of the search, following its cursors."""
     found: list[str] = []
     cursor: str | None = None
@@ -123,7 +126,7 @@ def _every_page(conn: Connection, q: str, sort: Sort, limit: int) -> list[str]:
             page = PostgresMessageSearch().search(
                 conn,
                 parse(q),
-                OWNER,
+                viewer,
                 sort,
                 limit,
                 cursor,
@@ -135,12 +138,15 @@ def _every_page(conn: Connection, q: str, sort: Sort, limit: int) -> list[str]:
         cursor = page.next_cursor
 
 
-def _expected(conn: Connection, q: str, sort: Sort) -> list[str]:
-    """The same search in plain SQL, the words as tsquery syntax (they are plain here)."""
+def _expected(conn: Connection, q: str, sort: Sort, channel: str | None = None) -> list[str]:
+    """The same search in plain SQL, the words as tsquery syntax (they are plain here), in
+    `channel` alone when given."""
     parsed = parse(q)
     required = " & ".join(" <-> ".join(t.words) for t in parsed.required)
     excluded = " | ".join(" <-> ".join(t.words) for t in parsed.excluded)
     where = "deleted_at IS NULL AND type IN ('text', 'image', 'file') AND search_tsv @@ q.req"
+    if channel is not None:
+        where += f" AND channel_id = '{channel}'"
     if excluded:
         where += " AND NOT search_tsv @@ q.exc"
     matched = (
@@ -298,3 +304,93 @@ def test_words_go_since_an_id_where_their_matches_are_neither_few_nor_everywhere
     assert route(rarer, 21, False) == Route("since", estimate=rarer, since="msg_0980000")
     assert route(rarer, RANKED_CANDIDATES, False) == INDEX
     assert route(Estimate(3_800, million, known=False), 21, False) == INDEX
+
+
+GUEST = Viewer("user_guest", reads_everything=False)
+
+
+@pytest.fixture(scope="module")
+def two_channels(pg: PgServer) -> Iterator[Engine]:
+    """2,000 messages in two channels, every third in `ch_b`, which the guest is not in."""
+    url = pg.new_database("routes_in_channels")
+    migrate.upgrade(url)
+    eng = create_engine(sync_url(url))
+    rng = random.Random(11)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with eng.begin() as conn:
+        conn.execute(
+            insert(users),
+            [
+                {"id": "user_owner", "name": "Owner", "role": "owner", "created_at": start},
+                {"id": "user_guest", "name": "Guest", "role": "guest", "created_at": start},
+            ],
+        )
+        conn.execute(
+            insert(channels),
+            [
+                {"id": c, "name": c[3:], "type": "group", "created_at": start, "updated_at": start}
+                for c in ("ch_a", "ch_b")
+            ],
+        )
+        conn.execute(
+            insert(channel_members),
+            [{"channel_id": "ch_a", "user_id": "user_guest", "position": 0}],
+        )
+        conn.execute(
+            insert(messages),
+            [
+                {
+                    "id": f"msg_{n:06d}",
+                    "channel_id": "ch_b" if n % 3 == 0 else "ch_a",
+                    "user_id": "user_owner",
+                    "content": _content(rng, n),
+                    "type": "tool" if n % 13 == 0 else "text",
+                    "deleted_at": start if n % 17 == 0 else None,
+                    "metadata": {},
+                    "created_at": start + timedelta(seconds=n),
+                }
+                for n in range(2000)
+            ],
+        )
+    with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE messages"))
+    yield eng
+    eng.dispose()
+
+
+IN_CHANNELS: dict[str, Callable[[Estimate, int], Route]] = {
+    "as chosen": route_in_channels,
+    "since the newest 10 ids": lambda e, w: Route("since", since="msg_001990", in_channels=True),
+    "since the middle": lambda e, w: Route("since", since="msg_001000", in_channels=True),
+    "since before the first id": lambda e, w: Route("since", since="msg_", in_channels=True),
+    "since after the last id": lambda e, w: Route("since", since="msg_999999", in_channels=True),
+}
+
+
+@pytest.mark.parametrize("way", IN_CHANNELS)
+@pytest.mark.parametrize("sort", ["recent", "relevance"])
+def test_a_search_held_to_channels_finds_what_plain_sql_does_and_nothing_elsewhere(
+    two_channels: Engine, monkeypatch: pytest.MonkeyPatch, way: str, sort: Sort
+) -> None:
+    monkeypatch.setattr(postgres, "route_in_channels", IN_CHANNELS[way])
+    with two_channels.connect() as conn:
+        for q in ("alpha", "rare", "alpha -quick", "nothing"):
+            # The guest reads ch_a alone; the owner asks for ch_b by name.
+            expected = _expected(conn, q, sort, "ch_a")
+            limits = (200, 7) if len(expected) < 100 else (200,)
+            for limit in limits:
+                assert _every_page(conn, q, sort, limit, GUEST) == expected, (q, limit)
+            named = _expected(conn, q, sort, "ch_b")
+            assert _every_page(conn, f"in:#b {q}", sort, 200) == named, q
+        assert len(_expected(conn, "alpha", "recent", "ch_a")) > RANKED_CANDIDATES // 2
+
+
+def test_words_held_to_channels_go_since_an_id_when_the_newest_quarter_holds_enough() -> None:
+    million = 1_000_000.0
+    # 1,000 rows of the channels hold the word: 42 are in the newest 4.2% of the ids.
+    often = route_in_channels(Estimate(1_000, million, BOUNDS), 21)
+    assert often == Route("since", estimate=often.estimate, since="msg_0950000", in_channels=True)
+    # 100 rows: the newest 42% would be needed, past a quarter: the planner's way.
+    assert route_in_channels(Estimate(100, million, BOUNDS), 21) == PLANNER
+    assert route_in_channels(Estimate(1_000, million, BOUNDS), RANKED_CANDIDATES) == PLANNER
+    assert route_in_channels(Estimate(1_000, million), 21) == PLANNER
