@@ -419,9 +419,10 @@ def _since(
     below: str | None,
 ) -> Sequence[Row[Any]]:
     """`newest` on the `since` route: the matches from `chosen.since` on, through the text
-    index's bitmap and the id's block ranges together; when they are too few, the older ones
-    the cheaper way at the density they showed. A later page whose cursor (`below`) is
-    already past `since` reads only older ones."""
+    index's bitmap and the id's block ranges together (held to channels: the (channel, id)
+    index's instead); when they are too few, the older ones the cheaper way at the density
+    they showed. A later page whose cursor (`below`) is already past `since` reads only older
+    ones."""
     key = messages.c.id if chosen.in_channels else RANGED_ID
     recent = [*conditions, chosen.since <= key]
     found: list[Row[Any]] = []
