@@ -68,49 +68,63 @@ def _content(rng: random.Random, n: int) -> str:
     return " ".join(units)
 
 
-@pytest.fixture(scope="module")
-def engine(pg: PgServer) -> Iterator[Engine]:
-    url = pg.new_database("routes")
+def _filled(
+    pg: PgServer,
+    name: str,
+    seed: int,
+    total: int,
+    channel_of: Callable[[int], str],
+    guest_reads: str | None = None,
+) -> Engine:
+    """A database of `total` messages, message n in `channel_of(n)` (each channel named for its
+    id without the `ch_`), by the owner, every 13th a tool record and every 17th deleted (passed
+    by every window, never found); analysed. With `guest_reads`, a guest in that channel."""
+    url = pg.new_database(name)
     migrate.upgrade(url)
     eng = create_engine(sync_url(url))
-    rng = random.Random(7)
+    rng = random.Random(seed)
     start = datetime(2026, 1, 1, tzinfo=UTC)
+    people = [{"id": "user_owner", "name": "Owner", "role": "owner", "created_at": start}]
+    if guest_reads is not None:
+        people.append({"id": "user_guest", "name": "Guest", "role": "guest", "created_at": start})
     with eng.begin() as conn:
-        conn.execute(
-            insert(users),
-            [{"id": "user_owner", "name": "Owner", "role": "owner", "created_at": start}],
-        )
+        conn.execute(insert(users), people)
         conn.execute(
             insert(channels),
             [
-                {
-                    "id": "ch_1",
-                    "name": "one",
-                    "type": "group",
-                    "created_at": start,
-                    "updated_at": start,
-                }
+                {"id": c, "name": c[3:], "type": "group", "created_at": start, "updated_at": start}
+                for c in sorted({channel_of(n) for n in range(total)})
             ],
         )
+        if guest_reads is not None:
+            conn.execute(
+                insert(channel_members),
+                [{"channel_id": guest_reads, "user_id": "user_guest", "position": 0}],
+            )
         conn.execute(
             insert(messages),
             [
                 {
                     "id": f"msg_{n:06d}",
-                    "channel_id": "ch_1",
+                    "channel_id": channel_of(n),
                     "user_id": "user_owner",
                     "content": _content(rng, n),
-                    # A deleted row or a tool record inside any window: passed, never found.
                     "type": "tool" if n % 13 == 0 else "text",
                     "deleted_at": start if n % 17 == 0 else None,
                     "metadata": {},
                     "created_at": start + timedelta(seconds=n),
                 }
-                for n in range(TOTAL)
+                for n in range(total)
             ],
         )
     with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE messages"))
+    return eng
+
+
+@pytest.fixture(scope="module")
+def engine(pg: PgServer) -> Iterator[Engine]:
+    eng = _filled(pg, "routes", 7, TOTAL, lambda n: "ch_1")
     yield eng
     eng.dispose()
 
@@ -312,48 +326,9 @@ GUEST = Viewer("user_guest", reads_everything=False)
 @pytest.fixture(scope="module")
 def two_channels(pg: PgServer) -> Iterator[Engine]:
     """2,000 messages in two channels, every third in `ch_b`, which the guest is not in."""
-    url = pg.new_database("routes_in_channels")
-    migrate.upgrade(url)
-    eng = create_engine(sync_url(url))
-    rng = random.Random(11)
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    with eng.begin() as conn:
-        conn.execute(
-            insert(users),
-            [
-                {"id": "user_owner", "name": "Owner", "role": "owner", "created_at": start},
-                {"id": "user_guest", "name": "Guest", "role": "guest", "created_at": start},
-            ],
-        )
-        conn.execute(
-            insert(channels),
-            [
-                {"id": c, "name": c[3:], "type": "group", "created_at": start, "updated_at": start}
-                for c in ("ch_a", "ch_b")
-            ],
-        )
-        conn.execute(
-            insert(channel_members),
-            [{"channel_id": "ch_a", "user_id": "user_guest", "position": 0}],
-        )
-        conn.execute(
-            insert(messages),
-            [
-                {
-                    "id": f"msg_{n:06d}",
-                    "channel_id": "ch_b" if n % 3 == 0 else "ch_a",
-                    "user_id": "user_owner",
-                    "content": _content(rng, n),
-                    "type": "tool" if n % 13 == 0 else "text",
-                    "deleted_at": start if n % 17 == 0 else None,
-                    "metadata": {},
-                    "created_at": start + timedelta(seconds=n),
-                }
-                for n in range(2000)
-            ],
-        )
-    with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("ANALYZE messages"))
+    eng = _filled(
+        pg, "routes_in_channels", 11, 2000, lambda n: "ch_b" if n % 3 == 0 else "ch_a", "ch_a"
+    )
     yield eng
     eng.dispose()
 

@@ -130,7 +130,6 @@ _STATISTICS = text(
 """What ANALYZE keeps of the text column (its most common lexemes with their frequencies, the
 least of them after them), of the ids (those that cut the table into about equal shares, a
 hundred) and of the channels (the busiest with their shares, and how many there are)."""
-_ROWS = text("SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass")
 STATISTICS_SECONDS = 300.0
 """How long a process keeps a database's statistics: reading them costs a search a
 millisecond, and they change only with ANALYZE. Old ones cost a search only time: whatever
@@ -500,20 +499,21 @@ def _planning(conn: Connection, switched_off: str, page_cost: str | None = None)
         conn.exec_driver_sql("RESET random_page_cost")
 
 
+def _words_alone(query: Query) -> bool:
+    """Whether no operator but `in:` narrows the query."""
+    return not (query.authors or query.in_thread or query.after or query.before or query.has)
+
+
 def _plain(query: Query, narrowed: Narrowing) -> bool:
     """Whether the query is words alone over every channel: a walk's share of matching rows is
     then what the statistics say of the words."""
-    return narrowed.channels is None and not (
-        query.authors or query.in_thread or query.after or query.before or query.has
-    )
+    return narrowed.channels is None and _words_alone(query)
 
 
 def _held_to_channels(query: Query, narrowed: Narrowing) -> list[str] | None:
     """The channels a query of words is held to when nothing else narrows it (a guest's
     channels, `in:`); else None."""
-    if narrowed.channels is None or query.authors or query.in_thread or query.after:
-        return None
-    return None if query.before or query.has else narrowed.channels
+    return narrowed.channels if _words_alone(query) else None
 
 
 def _estimate(
@@ -524,7 +524,8 @@ def _estimate(
     of them; None before the first ANALYZE."""
     words = " ".join(t.text for t in query.required)
     lexemes, table, _ = conn.execute(_LEXEMES, {"words": words}).one()
-    statistics = _statistics(conn)
+    rows = max(float(table or 0), 1.0)
+    statistics = _statistics(conn, rows)
     if statistics is None or not lexemes:
         return None
     # Summed as logs: the product of a long phrase's shares is below what a float holds.
@@ -532,15 +533,14 @@ def _estimate(
     share = sum(math.log(max(s, 1e-9)) for s in shares)
     bounds = statistics.bounds if all(len(t.words) == 1 for t in query.required) else ()
     known = all(lexeme in statistics.common for lexeme in lexemes)
-    rows = max(float(table or 0), 1.0)
     if channels is not None:
         share += math.log(max(statistics.channels_share(channels), 1e-9))
     return Estimate(math.exp(share) * rows, rows, bounds, known)
 
 
-def _statistics(conn: Connection) -> _Statistics | None:
-    """The statistics of the database `conn` is on, read at most every `STATISTICS_SECONDS`;
-    None (and read again next time) before the first ANALYZE."""
+def _statistics(conn: Connection, rows: float) -> _Statistics | None:
+    """The statistics of the database `conn` is on (its table about `rows` long), read at most
+    every `STATISTICS_SECONDS`; None (and read again next time) before the first ANALYZE."""
     database = conn.engine.url.render_as_string(hide_password=True)
     now = time.monotonic()
     kept = _statistics_read.get(database)
@@ -555,7 +555,6 @@ def _statistics(conn: Connection) -> _Statistics | None:
     busiest = dict(zip(values or (), shares or (), strict=False))
     # n_distinct: a count, or (negative) a share of the rows; channels beyond the busiest split
     # the rest of the rows evenly.
-    rows = max(float(conn.execute(_ROWS).scalar() or 0), 1.0)
     count = (distinct or 0) if (distinct or 0) >= 0 else -distinct * rows
     rest = max(count - len(busiest), 1.0)
     others = max(1.0 - sum(busiest.values()), 0.0) / rest
