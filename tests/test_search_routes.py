@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Connection, Engine, create_engine, insert, text
+from sqlalchemy import Connection, Engine, create_engine, event, insert, text
 
 from palaver.search import postgres
 from palaver.search.base import RANKED_CANDIDATES, Sort, Viewer
@@ -369,3 +369,31 @@ def test_words_held_to_channels_go_since_an_id_when_the_newest_quarter_holds_eno
     assert route_in_channels(Estimate(100, million, BOUNDS), 21) == PLANNER
     assert route_in_channels(Estimate(1_000, million, BOUNDS), RANKED_CANDIDATES) == PLANNER
     assert route_in_channels(Estimate(1_000, million), 21) == PLANNER
+
+
+def test_a_guests_search_of_words_reads_its_channels_with_its_words_and_plans_in_no_round_trip(
+    two_channels: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "route_in_channels", IN_CHANNELS["since the middle"])
+    sent: list[str] = []
+
+    def record(conn: Connection, cursor: object, statement: str, *args: object) -> None:
+        sent.append(statement)
+
+    def search(q: str) -> list[str]:
+        with two_channels.connect() as conn, conn.begin():
+            found = PostgresMessageSearch().search(conn, parse(q), GUEST, "recent", 20, None, q)
+        return [hit.message.id for hit in found.hits]
+
+    search("alpha")  # the statistics, read once a while
+    event.listen(two_channels, "before_cursor_execute", record)
+    try:
+        found = search("alpha")
+    finally:
+        event.remove(two_channels, "before_cursor_execute", record)
+    # Its words with its channels, the newest matches since the middle, the page's messages.
+    assert len(sent) == 3, sent
+    assert "channel_members" in sent[0]
+    assert "set_config('enable_indexscan'" not in " ".join(sent)
+    with two_channels.connect() as conn:
+        assert found == _expected(conn, "alpha", "recent", "ch_a")[:20]

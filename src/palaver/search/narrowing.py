@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, null, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, func, null, or_, select
 
 from palaver.domain import Message
 from palaver.search.base import Viewer
@@ -27,22 +29,27 @@ class Narrowing:
     an engine may narrow its text index by them too, beside the conditions."""
 
 
-def narrowing(conn: Connection, query: Query, viewer: Viewer) -> Narrowing:
+def narrowing(
+    conn: Connection, query: Query, viewer: Viewer, member_of: Sequence[str] | None = None
+) -> Narrowing:
     """The conditions every search holds to: not deleted, a kind people read, a channel the
     viewer reads (filtered in the query itself), and the query's operators.
 
     Names (`from:`, `in:`) and the viewer's channels are read first, in the search's own
     transaction, and go into the search as lists of ids: a planner then weighs them by the
     columns' statistics. As subqueries, PostgreSQL took `from:@Name word` for a common author
-    and walked the whole table backwards when the word was rare (0.4 s at 1,000,000)."""
+    and walked the whole table backwards when the word was rare (0.4 s at 1,000,000).
+    `member_of`: the viewer's channels, when the caller read them in this transaction."""
     m = messages.c
     conditions: list[ColumnElement[bool]] = [m.deleted_at.is_(None), m.type.in_(INDEXED_TYPES)]
     scope: set[str] | None = None
-    if not viewer.reads_everything:
-        member_of = select(channel_members.c.channel_id).where(
+    if not viewer.reads_everything and member_of is not None:
+        scope = set(member_of)
+    elif not viewer.reads_everything:
+        members = select(channel_members.c.channel_id).where(
             channel_members.c.user_id == viewer.user_id
         )
-        scope = set(conn.execute(member_of).scalars())
+        scope = set(conn.execute(members).scalars())
     if query.channels:
         names = [name.lower() for name in query.channels]
         named = select(channels.c.id).where(func.lower(channels.c.name).in_(names))
@@ -77,15 +84,17 @@ def narrowing(conn: Connection, query: Query, viewer: Viewer) -> Narrowing:
     return Narrowing(conditions, None if scope is None else sorted(scope))
 
 
-def with_channels(
-    conn: Connection, ids: list[str], snippet: ColumnElement[str] | None = None
-) -> dict[str, tuple[Message, str, str, str | None]]:
-    """The messages of `ids` with their channel's name and type, and `snippet` of each when
-    given, in one read."""
-    if not ids:
-        return {}
+Loaded = dict[str, tuple[Message, str, str, str | None]]
+"""A page's messages by id, each with its channel's name and type and its snippet (or None)."""
+
+
+def page_statement(
+    among: ColumnElement[bool], snippet: ColumnElement[str] | None = None
+) -> Select[Any]:
+    """The messages `among` picks with their channel's name and type, and `snippet` of each
+    when given."""
     extra = snippet if snippet is not None else null()
-    rows = conn.execute(
+    return (
         select(
             messages,
             channels.c.name.label("channel_name"),
@@ -93,6 +102,17 @@ def with_channels(
             extra.label("snippet"),
         )
         .join(channels, channels.c.id == messages.c.channel_id)
-        .where(messages.c.id.in_(ids))
+        .where(among)
     )
+
+
+def loaded(rows: Iterable[Row[Any]]) -> Loaded:
+    """`page_statement`'s rows as a page's messages."""
     return {row.id: (from_row(row), row.channel_name, row.kind, row.snippet) for row in rows}
+
+
+def with_channels(conn: Connection, ids: list[str]) -> Loaded:
+    """The messages of `ids` with their channel's name and type, in one read."""
+    if not ids:
+        return {}
+    return loaded(conn.execute(page_statement(messages.c.id.in_(ids))))

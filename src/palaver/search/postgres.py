@@ -23,21 +23,25 @@ of the table). A wrong estimate then costs at most the window.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Literal
 
 from sqlalchemy import (
+    ARRAY,
+    BindParameter,
     Column,
     ColumnElement,
     Connection,
     Row,
     Select,
     String,
+    any_,
+    bindparam,
     func,
     literal_column,
     select,
@@ -61,7 +65,7 @@ from palaver.search.base import (
     marked,
     plain_snippet,
 )
-from palaver.search.narrowing import Narrowing, narrowing, with_channels
+from palaver.search.narrowing import Narrowing, loaded, narrowing, page_statement
 from palaver.search.query import Query, Terms
 from palaver.store.tables.core import messages
 
@@ -72,6 +76,18 @@ RANGED_ID: ColumnElement[str] = literal_column("(messages.id || '')", String)
 uses, so that the planner never ANDs that index's lossy bitmap into another's elsewhere (a
 search's rest through the text index took 190 ms where it takes 40)."""
 HEADLINE_OPTIONS = f"StartSel={START}, StopSel={STOP}, MaxWords={SNIPPET_TOKENS}, MinWords=12"
+
+
+def _escaped(content: ColumnElement[str]) -> ColumnElement[str]:
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
+        content = func.replace(content, char, entity)
+    return content
+
+
+ESCAPED_CONTENT = _escaped(messages.c.content)
+"""A message's text as the headline reads it (with the query's words marked, read with the
+message itself): escaped before, since ts_headline drops what its parser reads as HTML tags
+(`<b>`), which a message about code must keep; entities (`&lt;`) it passes through whole."""
 FEW_ROWS = 20_000
 """Up to how many rows holding every word of a query with a phrase the text index's bitmap (each
 such row read and checked for the phrase, then sorted) costs less than the planner's walk."""
@@ -109,15 +125,20 @@ UNKNOWN_SHARE = 0.1
 """At most what share of the table a search `since` an id may expect to read the matches of
 a word rarer than the statistics' common ones among: its matches may be far fewer than their
 bound, and when the newest ids hold too few, the rest costs the index's fetches anyway."""
-_LEXEMES = text(
+_WORDS = text(
     "SELECT tsvector_to_array(to_tsvector('palaver_search', :words)), "
     "(SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass), "
-    "set_config('max_parallel_workers_per_gather', '0', true)"
+    "ARRAY(SELECT channel_id FROM channel_members WHERE user_id = :member), "
+    "set_config('max_parallel_workers_per_gather', '0', true), "
+    "set_config('plan_cache_mode', 'force_custom_plan', true)"
 )
-"""The lexemes of `words` and about how many rows the table has. And parallel workers off for
-the rest of the transaction, in the same round trip: a search is one person's request on a
-server answering many, and workers take the cores the others need (they made a walk slower
-here, 64 against 42 ms)."""
+"""The lexemes of `words`, about how many rows the table has, and the channels of `member` (a
+guest's, for its search's narrowing: in the same round trip). And for the rest of the
+transaction: parallel workers off, since a search is one person's request on a server
+answering many, and workers take the cores the others need (they made a walk slower here, 64
+against 42 ms); and a plan for each statement's own words and bounds, since the generic plan a
+prepared statement settles on after five runs knows neither (one sorted the whole table,
+330 ms)."""
 _STATISTICS = text(
     "SELECT attname, most_common_elems::text::text[], most_common_elem_freqs, "
     "histogram_bounds::text::text[], most_common_vals::text::text[], most_common_freqs, "
@@ -156,8 +177,9 @@ class _Statistics:
 _statistics_read: dict[str, tuple[float, _Statistics]] = {}
 
 
-_SWITCH_OFF = text(
-    "SELECT set_config(:way, 'off', true), "
+_PLANNING = text(
+    "SELECT set_config('enable_indexscan', :index, true), "
+    "set_config('enable_bitmapscan', :bitmap, true), "
     "set_config('max_parallel_workers_per_gather', '0', true), "
     "set_config('plan_cache_mode', 'force_custom_plan', true), "
     "set_config('random_page_cost', coalesce(:pages, current_setting('random_page_cost')), true)"
@@ -257,18 +279,37 @@ def rest_by_index(estimate: Estimate, wanted: int, walked: int, found: int) -> b
     return estimate.holding <= WALK_SHARE * further
 
 
-def _tsquery(parts: tuple[Terms, ...], joiner: str) -> Any:
-    pieces = [func.phraseto_tsquery(CONFIG, p.text) for p in parts]
+def _tsquery(parts: Sequence[Terms | str | BindParameter[str]], joiner: str) -> Any:
+    """Each of `parts` (the query's terms, or their text as parameters) as `phraseto_tsquery`,
+    joined by `joiner`."""
+    pieces = [func.phraseto_tsquery(CONFIG, p.text if isinstance(p, Terms) else p) for p in parts]
     combined: Any = pieces[0]
     for piece in pieces[1:]:
         combined = combined.op(joiner)(piece)
     return combined
 
 
-def _matches(query: Query) -> list[ColumnElement[bool]]:
+@functools.lru_cache(maxsize=16)
+def _page(terms: int) -> Select[Any]:
+    """A page's messages by their ids (`ids`) with their channels, and each text with the
+    query's `terms` required words and phrases (`term_0`...) marked: one statement object for
+    each count of them, which SQLAlchemy compiles once and the driver prepares (built for each
+    search, with an id list's text rendered for it, it cost a search 0.5 ms more)."""
+    among = messages.c.id == any_(bindparam("ids", type_=ARRAY(String)))
+    if not terms:
+        return page_statement(among)
+    required = _tsquery([bindparam(f"term_{n}", type_=String) for n in range(terms)], "&&")
+    return page_statement(
+        among, func.ts_headline(CONFIG, ESCAPED_CONTENT, required, HEADLINE_OPTIONS)
+    )
+
+
+def _matches(query: Query, required: Any) -> list[ColumnElement[bool]]:
+    """The conditions of the query's words: `required`, the tsquery of its required ones (built
+    once a search: its rank and headline read it too), and none of the excluded ones."""
     conditions: list[ColumnElement[bool]] = []
-    if query.required:
-        conditions.append(TSV.op("@@")(_tsquery(query.required, "&&")))
+    if required is not None:
+        conditions.append(TSV.op("@@")(required))
     if query.excluded:
         excluded = TSV.op("@@")(_tsquery(query.excluded, "||"))
         conditions.append(func.coalesce(excluded, False).is_(False))
@@ -287,28 +328,31 @@ class PostgresMessageSearch:
         query_text: str,
     ) -> Found:
         position = decode_cursor(cursor, query_text, sort)
-        narrowed = narrowing(conn, query, viewer)
-        conditions = [*narrowed.conditions, *_matches(query)]
-        ranked = sort == "relevance" and bool(query.required)
+        words = _words(conn, query, viewer) if _weighed(query) else None
+        narrowed = narrowing(conn, query, viewer, None if words is None else words.member_of)
+        required = _tsquery(query.required, "&&") if query.required else None
+        conditions = [*narrowed.conditions, *_matches(query, required)]
+        ranked = sort == "relevance" and required is not None
         columns: list[ColumnElement[Any]] = [messages.c.id]
         if ranked:
-            columns.append(func.ts_rank(TSV, _tsquery(query.required, "&&")).label("score"))
+            columns.append(func.ts_rank(TSV, required).label("score"))
         below = position.key if not ranked and isinstance(position.key, str) else None
         wanted = RANKED_CANDIDATES if ranked else limit + 1
         page = Page(position.offset, limit + 1) if ranked else None
-        chosen = self._route(conn, query, narrowed, wanted)
+        chosen = self._route(conn, query, narrowed, wanted, words)
         rows = newest(conn, columns, conditions, below, wanted, chosen, page)
+        ids = [r.id for r in rows]
         if ranked:
-            ids = [r.id for r in rows]
             following = Position(offset=position.offset + limit) if len(ids) > limit else None
         else:
-            ids = [r.id for r in rows]
             following = Position(key=ids[limit - 1]) if len(ids) > limit else None
         ids = ids[:limit]
-        loaded = with_channels(conn, ids, _headline(query))
+        terms = {f"term_{n}": t.text for n, t in enumerate(query.required)}
+        page_rows = conn.execute(_page(len(terms)), {"ids": ids, **terms}) if ids else ()
+        found = loaded(page_rows)
         hits = []
         for message_id in ids:
-            message, name, kind, headline = loaded[message_id]
+            message, name, kind, headline = found[message_id]
             hits.append(
                 Hit(
                     message=message,
@@ -323,8 +367,16 @@ class PostgresMessageSearch:
         next_cursor = encode_cursor(query_text, sort, following) if following is not None else None
         return Found(hits=hits, next_cursor=next_cursor)
 
-    def _route(self, conn: Connection, query: Query, narrowed: Narrowing, wanted: int) -> Route:
-        """How to read the newest `wanted` matches of `query`."""
+    def _route(
+        self,
+        conn: Connection,
+        query: Query,
+        narrowed: Narrowing,
+        wanted: int,
+        words: _Words | None = None,
+    ) -> Route:
+        """How to read the newest `wanted` matches of `query` (its `words` read when
+        `_weighed`)."""
         if not query.required:
             return PLANNER
         if query.before is not None or query.has:
@@ -337,9 +389,9 @@ class PostgresMessageSearch:
         plain = _plain(query, narrowed)
         held = _held_to_channels(query, narrowed)
         if held is not None and not phrase:
-            in_channels = _estimate(conn, query, held)
+            in_channels = _estimate(conn, query, held, words)
             return PLANNER if in_channels is None else route_in_channels(in_channels, wanted)
-        estimate = _estimate(conn, query) if plain or phrase else None
+        estimate = _estimate(conn, query, None, words) if plain or phrase else None
         if estimate is None:
             return PLANNER
         if not plain:
@@ -368,8 +420,8 @@ def newest(
     if chosen.way == "planner":
         return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
     if chosen.way == "index":
-        with _planning(conn, "enable_indexscan"):
-            return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
+        _planning(conn, "enable_indexscan")
+        return conn.execute(_ranked(_ordered(columns, bounded, wanted), page)).all()
     if chosen.way == "since":
         return _since(conn, columns, bounded, wanted, chosen, page, below)
     # Only the columns the statement reads: the walk copies each row it passes.
@@ -393,8 +445,8 @@ def newest(
         .order_by(rows.c.id.desc())
         .limit(wanted)
     )
-    with _planning(conn, "enable_bitmapscan"):
-        found = list(conn.execute(walked).all())
+    _planning(conn, "enable_bitmapscan")
+    found = list(conn.execute(walked).all())
     if len(found) < wanted:
         # Every match of the window is in `found`, so the rest are older than its oldest (or,
         # when it held none, than the window: the index's matches, the walk passing it again).
@@ -403,8 +455,8 @@ def newest(
         by_index = chosen.estimate is None or rest_by_index(
             chosen.estimate, wanted, size, len(found)
         )
-        with _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan"):
-            found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
+        _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan")
+        found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
     return _paged(found, page)
 
 
@@ -421,31 +473,44 @@ def _since(
     index's bitmap and the id's block ranges together (held to channels: the (channel, id)
     index's instead); when they are too few, the older ones the cheaper way at the density
     they showed. A later page whose cursor (`below`) is already past `since` reads only older
-    ones."""
-    key = messages.c.id if chosen.in_channels else RANGED_ID
-    recent = [*conditions, chosen.since <= key]
+    ones.
+
+    Held to channels, the statements are ordered by `RANGED_ID` rather than the id: the same
+    order, which no index yields, so that the planner never walks the primary key backwards
+    checking every row (as it chose for a common word in 34 of 320 guests' searches) and no
+    round trip switches its index scans off."""
+    held = chosen.in_channels
+    order = RANGED_ID if held else messages.c.id
+    recent = [*conditions, chosen.since <= (messages.c.id if held else RANGED_ID)]
     found: list[Row[Any]] = []
+    costed = not held and (below is None or chosen.since < below)
+    if costed:
+        _planning(conn, "enable_indexscan", RANGES_PAGE_COST)
     if below is None or chosen.since < below:
-        with _planning(conn, "enable_indexscan", None if chosen.in_channels else RANGES_PAGE_COST):
-            if page is not None:
-                # Ranked in SQL when they are enough (as they are but for a wrong estimate):
-                # a page leaves the server where a thousand rows cost Python 4 ms.
-                counted = _ranked(_ordered(columns, recent, wanted), page, True)
-                best = conn.execute(counted).all()
-                if best and best[0].found >= wanted:
-                    return best
-            found = list(conn.execute(_ordered(columns, recent, wanted)).all())
+        if page is not None:
+            # Ranked in SQL when they are enough (as they are but for a wrong estimate):
+            # a page leaves the server where a thousand rows cost Python 4 ms.
+            counted = _ranked(_ordered(columns, recent, wanted, order), page, True)
+            best = conn.execute(counted).all()
+            if best and best[0].found >= wanted:
+                return best
+        found = list(conn.execute(_ordered(columns, recent, wanted, order)).all())
     if len(found) < wanted:
         older = [*conditions, messages.c.id < chosen.since]
+        rest = _ordered(columns, older, wanted - len(found), order)
+        if held:
+            # The text index's bitmap and the channels'.
+            found += conn.execute(rest).all()
+            return _paged(found, page)
+        if costed:
+            conn.exec_driver_sql("RESET random_page_cost")
         estimate = chosen.estimate
-        # Held to channels, the text index's bitmap and theirs; else the cheaper way.
-        by_index = (
-            chosen.in_channels
-            or estimate is None
-            or rest_by_index(estimate, wanted, _rows_since(estimate, chosen.since), len(found))
+        # The cheaper way at the density the newest ids showed.
+        by_index = estimate is None or rest_by_index(
+            estimate, wanted, _rows_since(estimate, chosen.since), len(found)
         )
-        with _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan"):
-            found += conn.execute(_ordered(columns, older, wanted - len(found))).all()
+        _planning(conn, "enable_indexscan" if by_index else "enable_bitmapscan")
+        found += conn.execute(rest).all()
     return _paged(found, page)
 
 
@@ -478,25 +543,33 @@ def _ranked(statement: Select[Any], page: Page | None, counted: bool = False) ->
 
 
 def _ordered(
-    columns: Sequence[ColumnElement[Any]], conditions: Sequence[ColumnElement[bool]], wanted: int
+    columns: Sequence[ColumnElement[Any]],
+    conditions: Sequence[ColumnElement[bool]],
+    wanted: int,
+    order: ColumnElement[str] = messages.c.id,
 ) -> Select[Any]:
-    return select(*columns).where(*conditions).order_by(messages.c.id.desc()).limit(wanted)
+    return select(*columns).where(*conditions).order_by(order.desc()).limit(wanted)
 
 
-@contextmanager
-def _planning(conn: Connection, switched_off: str, page_cost: str | None = None) -> Iterator[None]:
-    """The planner without one of its ways (and with `page_cost` for a random page, when
-    given) for the statements inside; and for the rest of the transaction in one process (as
-    `_LEXEMES` says why) and with a plan for each statement's own words: the generic plan a
-    driver's prepared statement settles on after five runs does not know them, and with one
-    way switched off sorted the whole table (330 ms)."""
-    conn.execute(_SWITCH_OFF, {"way": switched_off, "pages": page_cost})
-    yield
-    # Not after a failure: the transaction is aborted (a RESET would hide the error with its
-    # own), and its rollback ends the setting anyway.
-    conn.exec_driver_sql(f"RESET {switched_off}")
-    if page_cost is not None:
-        conn.exec_driver_sql("RESET random_page_cost")
+def _planning(conn: Connection, switched_off: str, page_cost: str | None = None) -> None:
+    """The planner without one of its ways (the other one back) and with `page_cost` for a
+    random page, when given, for the statements that follow; with a plan for each statement's
+    own words, since the generic plan a driver's prepared statement settles on after five runs
+    does not know them, and with one way switched off sorted the whole table (330 ms).
+
+    The settings last until the transaction ends, as `_WORDS`'s do: a search runs in one of
+    its own, and a RESET after each statement was a round trip more. So a later statement's
+    settings are set whole, both ways named; the page cost, when set, is RESET by whoever
+    plans after it. What runs after the last (a page's messages by their ids) reads so few
+    rows that any of the ways serves it."""
+    conn.execute(
+        _PLANNING,
+        {
+            "index": "off" if switched_off == "enable_indexscan" else "on",
+            "bitmap": "off" if switched_off == "enable_bitmapscan" else "on",
+            "pages": page_cost,
+        },
+    )
 
 
 def _words_alone(query: Query) -> bool:
@@ -516,23 +589,55 @@ def _held_to_channels(query: Query, narrowed: Narrowing) -> list[str] | None:
     return narrowed.channels if _words_alone(query) else None
 
 
+@dataclass(frozen=True)
+class _Words:
+    """What `_WORDS` read for a search, before its narrowing."""
+
+    lexemes: list[str]
+    table: float
+    member_of: list[str] | None
+    """The channels of the viewer, when it is not the owner."""
+
+
+def _weighed(query: Query) -> bool:
+    """Whether `_route` weighs the query by the statistics of its words: words with nothing
+    but `in:` (or a guest's channels) narrowing them, or a phrase, and neither `before:` nor
+    `has:`."""
+    if not query.required or query.before is not None or query.has:
+        return False
+    return _words_alone(query) or any(len(t.words) > 1 for t in query.required)
+
+
+def _words(conn: Connection, query: Query, viewer: Viewer | None = None) -> _Words:
+    member = None if viewer is None or viewer.reads_everything else viewer.user_id
+    words = " ".join(t.text for t in query.required)
+    lexemes, table, member_of, *_ = conn.execute(_WORDS, {"words": words, "member": member}).one()
+    return _Words(
+        list(lexemes or ()),
+        max(float(table or 0), 1.0),
+        None if member is None else list(member_of),
+    )
+
+
 def _estimate(
-    conn: Connection, query: Query, channels: Sequence[str] | None = None
+    conn: Connection,
+    query: Query,
+    channels: Sequence[str] | None = None,
+    words: _Words | None = None,
 ) -> Estimate | None:
     """What the statistics ANALYZE keeps say of the query's required words (in `channels`,
     when given), taken as independent, as the planner takes them: about how many rows hold all
-    of them; None before the first ANALYZE."""
-    words = " ".join(t.text for t in query.required)
-    lexemes, table, _ = conn.execute(_LEXEMES, {"words": words}).one()
-    rows = max(float(table or 0), 1.0)
+    of them; None before the first ANALYZE. `words` as `_words` read them, else read here."""
+    read = words if words is not None else _words(conn, query)
+    rows = read.table
     statistics = _statistics(conn, rows)
-    if statistics is None or not lexemes:
+    if statistics is None or not read.lexemes:
         return None
     # Summed as logs: the product of a long phrase's shares is below what a float holds.
-    shares = [statistics.common.get(lexeme, statistics.rarest) for lexeme in lexemes]
+    shares = [statistics.common.get(lexeme, statistics.rarest) for lexeme in read.lexemes]
     share = sum(math.log(max(s, 1e-9)) for s in shares)
     bounds = statistics.bounds if all(len(t.words) == 1 for t in query.required) else ()
-    known = all(lexeme in statistics.common for lexeme in lexemes)
+    known = all(lexeme in statistics.common for lexeme in read.lexemes)
     if channels is not None:
         share += math.log(max(statistics.channels_share(channels), 1e-9))
     return Estimate(math.exp(share) * rows, rows, bounds, known)
@@ -563,18 +668,3 @@ def _statistics(conn: Connection, rows: float) -> _Statistics | None:
     )
     _statistics_read[database] = (now, statistics)
     return statistics
-
-
-def _headline(query: Query) -> ColumnElement[str] | None:
-    """A message's text with the query's words marked, read with the message itself."""
-    if not query.required:
-        return None
-    # Escaped before: ts_headline drops what its parser reads as HTML tags (`<b>`), which a
-    # message about code must keep; entities (`&lt;`) it passes through whole.
-    content: Any = messages.c.content
-    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
-        content = func.replace(content, char, entity)
-    headline: ColumnElement[str] = func.ts_headline(
-        CONFIG, content, _tsquery(query.required, "&&"), HEADLINE_OPTIONS
-    )
-    return headline
