@@ -397,3 +397,14 @@ def test_a_guests_search_of_words_reads_its_channels_with_its_words_and_plans_in
     assert "set_config('enable_indexscan'" not in " ".join(sent)
     with two_channels.connect() as conn:
         assert found == _expected(conn, "alpha", "recent", "ch_a")[:20]
+
+
+@pytest.mark.parametrize("sort", ["recent", "relevance"])
+def test_a_guest_held_to_no_channel_finds_nothing(two_channels: Engine, sort: Sort) -> None:
+    # A guest in no channel; the guest asking for a channel it is not in.
+    nobody = Viewer("user_nobody", reads_everything=False)
+    with two_channels.connect() as conn:
+        assert _expected(conn, "alpha", sort, "ch_b")
+        assert _every_page(conn, "alpha", sort, 20, nobody) == []
+        assert _every_page(conn, "in:#b alpha", sort, 20, GUEST) == []
+        assert _every_page(conn, "in:#b", sort, 20, GUEST) == []
