@@ -43,13 +43,13 @@ def narrowing(
     m = messages.c
     conditions: list[ColumnElement[bool]] = [m.deleted_at.is_(None), m.type.in_(INDEXED_TYPES)]
     scope: set[str] | None = None
-    if not viewer.reads_everything and member_of is not None:
+    if not viewer.reads_everything:
+        if member_of is None:
+            members = select(channel_members.c.channel_id).where(
+                channel_members.c.user_id == viewer.user_id
+            )
+            member_of = list(conn.execute(members).scalars())
         scope = set(member_of)
-    elif not viewer.reads_everything:
-        members = select(channel_members.c.channel_id).where(
-            channel_members.c.user_id == viewer.user_id
-        )
-        scope = set(conn.execute(members).scalars())
     if query.channels:
         names = [name.lower() for name in query.channels]
         named = select(channels.c.id).where(func.lower(channels.c.name).in_(names))

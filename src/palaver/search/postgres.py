@@ -487,10 +487,11 @@ def _since(
     order = RANGED_ID if held else messages.c.id
     recent = [*conditions, chosen.since <= (messages.c.id if held else RANGED_ID)]
     found: list[Row[Any]] = []
-    costed = not held and (below is None or chosen.since < below)
+    newer = below is None or chosen.since < below
+    costed = newer and not held
     if costed:
         _planning(conn, "enable_indexscan", RANGES_PAGE_COST)
-    if below is None or chosen.since < below:
+    if newer:
         if page is not None:
             # Ranked in SQL when they are enough (as they are but for a wrong estimate):
             # a page leaves the server where a thousand rows cost Python 4 ms.
