@@ -54,6 +54,11 @@ export interface Item {
   tools: ToolCard[];
 }
 
+/** What a deleted root keeps of its fields while its thread has replies: none of its own. */
+function tombstone(): Pick<Item, "content" | "deleted" | "reactions" | "editedAt" | "tools"> {
+  return { content: "", deleted: true, reactions: [], editedAt: null, tools: [] };
+}
+
 function isToolRecord(m: Message): boolean {
   return m.type === "tool_call" || m.type === "tool_result";
 }
@@ -161,6 +166,9 @@ export class Timeline {
    * change (an edit, a reaction, a thread's new reply count) must not undo it on landing. */
   private changes = 0;
   private changedAt = new Map<string, number>();
+  /** Messages deleted live, for a page asked for earlier that brings them again: `gone` ones
+   * stay out, `deleted` ones come back only as a tombstone (a root whose thread has replies). */
+  private deletions = new Map<string, "deleted" | "gone">();
   /** The earliest boundary of the closes for a catch-up not caught up with yet (`missed`), and
    * a count of them: one named during a catch-up is not cleared by it. */
   private missedAfter: string | null = null;
@@ -482,8 +490,11 @@ export class Timeline {
       if (this.newestId === null || m.id > this.newestId) this.newestId = m.id;
       if (isToolRecord(m)) continue;
       const known = this.find(m.id);
-      if (!known) fresh.push(reactive(fields(m)));
-      else if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
+      if (!known) {
+        const deletion = this.deletions.get(m.id);
+        if (deletion === undefined) fresh.push(reactive(fields(m)));
+        else if (deletion === "deleted" && this.entombs(m)) fresh.push(reactive({ ...fields(m), ...tombstone() }));
+      } else if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
     }
     if (fresh.length) {
       fresh.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -509,6 +520,7 @@ export class Timeline {
     if (!this.holds(m)) return;
     const known = this.find(m.id);
     if (m.deleted && !m.thread?.replyCount) {
+      this.deletions.set(m.id, "gone");
       if (known) this.drop(m.id);
       return;
     }
@@ -518,13 +530,19 @@ export class Timeline {
   /** A message was deleted: a root that still has replies stays as a tombstone. */
   remove(id: string): void {
     const item = this.find(id);
-    if (!item) return;
-    const isRoot = this.threadId === id || this.threadId === null;
-    if (isRoot && item.thread && item.thread.replyCount > 0) {
-      Object.assign(item, { content: "", deleted: true, reactions: [], editedAt: null, tools: [] });
+    if (item && this.entombs(item)) {
+      this.deletions.set(id, "deleted");
+      Object.assign(item, tombstone());
       return;
     }
-    this.drop(id);
+    this.deletions.set(id, item ? "gone" : "deleted");
+    if (item) this.drop(id);
+  }
+
+  /** Whether a deleted message stays here as a tombstone: a root whose thread has replies. */
+  private entombs(m: { id: string; thread?: { replyCount: number } | null }): boolean {
+    const isRoot = this.threadId === m.id || this.threadId === null;
+    return isRoot && (m.thread?.replyCount ?? 0) > 0;
   }
 
   private drop(id: string): void {
@@ -604,7 +622,7 @@ export class Timeline {
 
   handle(event: ServerEvent): void {
     const changed =
-      event.type === "message" || event.type === "message_updated"
+      event.type === "message" || event.type === "message_updated" || event.type === "message_deleted"
         ? event.data.id
         : event.type === "reaction_added" || event.type === "reaction_removed"
           ? event.data.messageId

@@ -151,6 +151,36 @@ describe("Timeline updates and deletes", () => {
     expect(t.find("m1")!.content).toBe("newer");
     vi.restoreAllMocks();
   });
+  it("does not let a page asked for before a delete bring the message back", async () => {
+    const t = new Timeline("ch_t");
+    t.merge([msg("m1"), msg("m2", { thread: summary(1) }), msg("m3"), msg("m5", { thread: summary(1) })]);
+    (t as unknown as { loaded: boolean }).loaded = true;
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      // While the page is on its way, the socket deletes a message, a root with a reply, one
+      // not loaded yet, and takes a tombstone's last reply away.
+      for (const id of ["m1", "m2", "m4", "m5"]) {
+        t.handle({ type: "message_deleted", data: { id, channelId: "ch_t", threadId: null } });
+      }
+      t.handle({ type: "message_updated", data: msg("m5", { deleted: true, content: "", thread: null }) });
+      return [msg("m1"), msg("m2", { thread: summary(1) }), msg("m3"), msg("m4"), msg("m5", { thread: summary(1) })];
+    });
+    await t.catchUp();
+    expect(ids(t)).toEqual(["m2", "m3"]);
+    expect(t.find("m2")).toMatchObject({ deleted: true, content: "" });
+    vi.restoreAllMocks();
+  });
+
+  it("keeps a thread's deleted root a tombstone when an earlier page lands after the delete", async () => {
+    const t = new Timeline("ch_t", "r1");
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      t.handle({ type: "message_deleted", data: { id: "r1", channelId: "ch_t", threadId: null } });
+      return [msg("r1", { thread: summary(1) }), msg("r2", { threadId: "r1" })];
+    });
+    await t.loadLatest();
+    expect(ids(t)).toEqual(["r1", "r2"]);
+    expect(t.root).toMatchObject({ deleted: true, content: "" });
+    vi.restoreAllMocks();
+  });
 });
 
 describe("thread routing", () => {
