@@ -24,6 +24,14 @@ const CATCH_UP_PAGES = 20;
 /** Live messages kept aside while a timeline holds a window away from the live end: the
  * newest this many (older ones come with the pages forward anyway, stored before broadcast). */
 const HELD_CAP = 500;
+/** Messages whose live changes are kept for a page on its way (see `Timeline.recent`). */
+const RECENT_CAP = 500;
+
+/** A live change to a stored message: what a page asked for before it may not have. */
+type Change = Extract<
+  ServerEvent,
+  { type: "message_updated" | "message_deleted" | "reaction_added" | "reaction_removed" }
+>;
 
 export interface ToolCard {
   toolName: string;
@@ -52,11 +60,6 @@ export interface Item {
   cancelled: boolean;
   interrupted: boolean;
   tools: ToolCard[];
-}
-
-/** What a deleted root keeps of its fields while its thread has replies: none of its own. */
-function tombstone(): Pick<Item, "content" | "deleted" | "reactions" | "editedAt" | "tools"> {
-  return { content: "", deleted: true, reactions: [], editedAt: null, tools: [] };
 }
 
 function isToolRecord(m: Message): boolean {
@@ -166,9 +169,10 @@ export class Timeline {
    * change (an edit, a reaction, a thread's new reply count) must not undo it on landing. */
   private changes = 0;
   private changedAt = new Map<string, number>();
-  /** Messages deleted live, for a page asked for earlier that brings them again: `gone` ones
-   * stay out, `deleted` ones come back only as a tombstone (a root whose thread has replies). */
-  private deletions = new Map<string, "deleted" | "gone">();
+  /** The live changes of the messages changed last, in order: a page asked for before them
+   * that brings one of those messages, not loaded when they came, gets them again on landing
+   * (a delete, above all, must not be undone by it). */
+  private recent = new Map<string, Change[]>();
   /** The earliest boundary of the closes for a catch-up not caught up with yet (`missed`), and
    * a count of them: one named during a catch-up is not cleared by it. */
   private missedAfter: string | null = null;
@@ -490,11 +494,8 @@ export class Timeline {
       if (this.newestId === null || m.id > this.newestId) this.newestId = m.id;
       if (isToolRecord(m)) continue;
       const known = this.find(m.id);
-      if (!known) {
-        const deletion = this.deletions.get(m.id);
-        if (deletion === undefined) fresh.push(reactive(fields(m)));
-        else if (deletion === "deleted" && this.entombs(m)) fresh.push(reactive({ ...fields(m), ...tombstone() }));
-      } else if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
+      if (!known) fresh.push(reactive(fields(m)));
+      else if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
     }
     if (fresh.length) {
       fresh.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -512,6 +513,10 @@ export class Timeline {
     }
     for (const m of messages) if (isToolRecord(m)) this.attachTool(m);
     for (const item of fresh) this.adoptOrphans(item);
+    for (const item of fresh) {
+      if ((this.changedAt.get(item.id) ?? 0) <= since) continue;
+      for (const change of this.recent.get(item.id) ?? []) this.apply(change);
+    }
   }
 
   /** An edit, a reaction count or a thread summary changed (`message_updated`). A tombstone
@@ -520,7 +525,6 @@ export class Timeline {
     if (!this.holds(m)) return;
     const known = this.find(m.id);
     if (m.deleted && !m.thread?.replyCount) {
-      this.deletions.set(m.id, "gone");
       if (known) this.drop(m.id);
       return;
     }
@@ -530,25 +534,43 @@ export class Timeline {
   /** A message was deleted: a root that still has replies stays as a tombstone. */
   remove(id: string): void {
     const item = this.find(id);
-    if (item && this.entombs(item)) {
-      this.deletions.set(id, "deleted");
-      Object.assign(item, tombstone());
+    if (!item) return;
+    const isRoot = this.threadId === id || this.threadId === null;
+    if (isRoot && item.thread && item.thread.replyCount > 0) {
+      Object.assign(item, { content: "", deleted: true, reactions: [], editedAt: null, tools: [] });
       return;
     }
-    this.deletions.set(id, item ? "gone" : "deleted");
-    if (item) this.drop(id);
-  }
-
-  /** Whether a deleted message stays here as a tombstone: a root whose thread has replies. */
-  private entombs(m: { id: string; thread?: { replyCount: number } | null }): boolean {
-    const isRoot = this.threadId === m.id || this.threadId === null;
-    return isRoot && (m.thread?.replyCount ?? 0) > 0;
+    this.drop(id);
   }
 
   private drop(id: string): void {
     this.items = this.items.filter((i) => i.id !== id);
     this.pending.delete(id);
     this.seqs.delete(id);
+  }
+
+  /** A live change, as it came or again on a late page's message (`recent`). */
+  private apply(change: Change): void {
+    switch (change.type) {
+      case "message_updated":
+        this.update(change.data);
+        break;
+      case "message_deleted":
+        this.remove(change.data.id);
+        break;
+      default: {
+        const { messageId, emoji, userId } = change.data;
+        this.react(messageId, emoji, userId, change.type === "reaction_added");
+      }
+    }
+  }
+
+  /** Kept for a page on its way (`recent`): the newest `RECENT_CAP` messages' changes. */
+  private keep(id: string, change: Change): void {
+    const changes = this.recent.get(id) ?? [];
+    this.recent.delete(id);
+    this.recent.set(id, [...changes, change]);
+    if (this.recent.size > RECENT_CAP) this.recent.delete(this.recent.keys().next().value!);
   }
 
   /** A reaction added or removed, by anyone (the person's own toggle included). */
@@ -634,17 +656,12 @@ export class Timeline {
         else this.hold(event.data);
         break;
       case "message_updated":
-        this.update(event.data);
-        break;
       case "message_deleted":
-        this.remove(event.data.id);
-        break;
       case "reaction_added":
-      case "reaction_removed": {
-        const { messageId, emoji, userId } = event.data;
-        this.react(messageId, emoji, userId, event.type === "reaction_added");
+      case "reaction_removed":
+        this.keep(changed!, event);
+        this.apply(event);
         break;
-      }
       case "stream_start": {
         const { messageId, agentId } = event.data;
         const known = this.find(messageId);

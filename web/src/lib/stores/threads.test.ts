@@ -170,6 +170,23 @@ describe("Timeline updates and deletes", () => {
     vi.restoreAllMocks();
   });
 
+  it("gives a message that a page brings late the edits and reactions that came before it", async () => {
+    const t = new Timeline("ch_t");
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      t.handle({ type: "message_updated", data: msg("m1", { content: "new", editedAt: "2026-11-26T00:00:00Z" }) });
+      const reaction = { messageId: "m1", channelId: "ch_t", emoji: "👍", userId: "user_2" };
+      t.handle({ type: "reaction_added", data: reaction });
+      t.handle({ type: "reaction_added", data: { ...reaction, emoji: "🎉" } });
+      t.handle({ type: "reaction_removed", data: { ...reaction, emoji: "🎉" } });
+      // The server read the page after the first reaction: it is not counted twice.
+      return [msg("m1", { content: "old", reactions: [{ emoji: "👍", count: 1, userIds: ["user_2"] }] })];
+    });
+    await t.loadLatest();
+    expect(t.find("m1")).toMatchObject({ content: "new", editedAt: "2026-11-26T00:00:00Z" });
+    expect(t.find("m1")!.reactions).toEqual([{ emoji: "👍", count: 1, userIds: ["user_2"] }]);
+    vi.restoreAllMocks();
+  });
+
   it("keeps a thread's deleted root a tombstone when an earlier page lands after the delete", async () => {
     const t = new Timeline("ch_t", "r1");
     vi.spyOn(api, "messages").mockImplementation(async () => {
