@@ -24,11 +24,15 @@ class Chains {
     if (this.loadedFor.has(channelId) && !again) return;
     this.loadedFor.add(channelId);
     try {
-      const list = await api.chains(channelId);
+      // The status events that came while the list was on its way are newer than it: a chain
+      // ended meanwhile is not shown running, and one started meanwhile is not dropped.
+      const list = (await api.chains(channelId)).map((c) => this.overlay(c));
       for (const chain of list) this.chainChannel.set(chain.id, chain.channelId);
       const live = list.filter((c) => c.status === "running" || c.status === "paused");
       const current = this.byChannel[channelId];
-      const refreshed = current ? list.find((c) => c.id === current.id) : undefined;
+      const refreshed = current
+        ? (list.find((c) => c.id === current.id) ?? (this.latest.has(current.id) ? current : undefined))
+        : undefined;
       this.byChannel[channelId] = live[live.length - 1] ?? refreshed ?? null;
     } catch {
       this.loadedFor.delete(channelId);

@@ -30,6 +30,10 @@ class Channels {
   private doing = new Map<string, "left" | "deleted">();
   /** Channels whose subscription the server has not confirmed since the list was read. */
   private unconfirmed = new Set<string>();
+  /** Live changes counted, and the count at each channel's latest: a list asked for before a
+   * channel was created, changed or removed must not undo that on landing. */
+  private changes = 0;
+  private changedAt = new Map<string, number>();
   /** The channel on screen (the address names it, a thread's too). */
   get active(): string | null {
     const route = router.route;
@@ -76,16 +80,25 @@ class Channels {
   /** The list with each channel's read state, in one request (at load and after a reconnect:
    * what changed while the socket was down comes with it). */
   async load(): Promise<void> {
-    const list = await api.channels();
-    const gone = this.list.filter((c) => !list.some((l) => l.id === c.id));
-    this.list = list.map(plain).sort(byName);
-    readState.load(list);
+    const since = this.changes;
+    const answer = await api.channels();
+    // A channel changed live since the list was asked for stays as the change left it.
+    const late = (id: string) => (this.changedAt.get(id) ?? 0) > since;
+    const list = answer.filter((c) => !late(c.id));
+    const kept = this.list.filter((c) => late(c.id));
+    const gone = this.list.filter((c) => !late(c.id) && !list.some((l) => l.id === c.id));
+    this.list = [...list.map(plain), ...kept].sort(byName);
+    readState.load(list, kept.map((c) => c.id));
     this.loaded = true;
-    for (const channel of list) {
+    for (const channel of [...list, ...kept]) {
       this.unconfirmed.add(channel.id);
       socket.subscribe(channel.id);
     }
     for (const channel of gone) this.removed(channel.id, channel);
+  }
+
+  private changed(id: string): void {
+    this.changedAt.set(id, ++this.changes);
   }
 
   /** A message stored between the list's answer and the subscription's confirmation came by
@@ -95,6 +108,7 @@ class Channels {
   }
 
   add(channel: Channel): void {
+    this.changed(channel.id);
     const known = this.get(channel.id);
     if (known) this.update(channel);
     else this.list = [...this.list, plain(channel)].sort(byName);
@@ -106,6 +120,7 @@ class Channels {
   /** A rename, or a change of agents or members: only channels the page lists. */
   update(channel: Channel): void {
     if (!this.get(channel.id)) return;
+    this.changed(channel.id);
     this.list = this.list.map((c) => (c.id === channel.id ? plain(channel) : c)).sort(byName);
   }
 
@@ -115,6 +130,7 @@ class Channels {
    */
   removed(id: string, was?: Channel, why = this.doing.get(id)): void {
     const channel = this.get(id) ?? was;
+    this.changed(id);
     this.list = this.list.filter((c) => c.id !== id);
     socket.unsubscribe(id);
     readState.drop(id);
@@ -162,6 +178,7 @@ class Channels {
     this.loaded = false;
     this.notice = null;
     this.unconfirmed.clear();
+    this.changedAt.clear();
   }
 }
 

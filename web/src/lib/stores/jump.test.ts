@@ -96,6 +96,42 @@ describe("a timeline opened around an old message", () => {
     expect(numbers(t).slice(-2)).toEqual([120, 121]);
   });
 
+  it("a message held while detached and changed before the last page was asked for is shown changed", async () => {
+    const stored = Array.from({ length: 120 }, (_, i) => msg(i + 1));
+    serve(stored);
+    const t = new Timeline("ch_j");
+    await t.jumpTo(stored[19], 50);
+    expect(t.live).toBe(false);
+    // Three messages come while detached; one is deleted, one edited, one reacted to, before
+    // the page that reaches the live end is asked for (and the server read it before them).
+    for (const n of [121, 122, 123]) t.handle(live(msg(n)));
+    t.handle({ type: "message_deleted", data: { id: id(121), channelId: "ch_j", threadId: null } });
+    t.handle({ type: "message_updated", data: msg(122, { content: "fixed", editedAt: "2026-11-27T00:00:00Z" }) });
+    t.handle({ type: "reaction_added", data: { messageId: id(123), channelId: "ch_j", emoji: "👍", userId: "u9" } });
+    while (!t.live) await t.loadNewer(50);
+    expect(numbers(t).slice(-3)).toEqual([120, 122, 123]);
+    expect(t.find(id(122))!.content).toBe("fixed");
+    expect(t.find(id(123))!.reactions).toEqual([{ emoji: "👍", count: 1, userIds: ["u9"] }]);
+  });
+
+  it("a message of the window deleted or edited while the window is on its way is shown so", async () => {
+    const stored = Array.from({ length: 300 }, (_, i) => msg(i + 1));
+    const spy = serve(stored);
+    const t = new Timeline("ch_j");
+    const answers: ((page: Message[]) => void)[] = [];
+    spy.mockImplementation(() => new Promise((resolve) => answers.push(resolve)));
+    const jump = t.jumpTo(stored[99], 50);
+    t.handle({ type: "message_deleted", data: { id: id(98), channelId: "ch_j", threadId: null } });
+    t.handle({ type: "message_updated", data: msg(101, { content: "fixed", editedAt: "2026-11-27T00:00:00Z" }) });
+    // The server read both pages before the changes.
+    answers[0](stored.slice(49, 99));
+    answers[1](stored.slice(100, 150));
+    await jump;
+    expect(t.find(id(98))).toBeUndefined();
+    expect(t.find(id(101))!.content).toBe("fixed");
+    expect(t.find(id(100))).toBeDefined();
+  });
+
   it("pages back from the window's start as from the live end", async () => {
     const stored = Array.from({ length: 300 }, (_, i) => msg(i + 1));
     serve(stored);

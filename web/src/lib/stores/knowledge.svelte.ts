@@ -35,6 +35,8 @@ export class Knowledge {
    * the upload's own answer (which said "indexing"), and nothing would follow it. */
   private ended: Record<string, Upload["phase"]> = {};
   private nextKey = 0;
+  /** Refreshes asked for so far (see `refresh`). */
+  private refreshes = 0;
 
   constructor(agentId: string) {
     this.agentId = agentId;
@@ -65,12 +67,18 @@ export class Knowledge {
     };
   }
 
+  /** The documents again. Several may be on their way at once (an upload's answer, progress
+   * events, a reconnect): only the last asked for is shown, so an older answer that lands
+   * later does not put back how things were. */
   async refresh(): Promise<void> {
+    const asked = ++this.refreshes;
     try {
-      this.documents = await api.documents(this.agentId);
+      const documents = await api.documents(this.agentId);
+      if (asked !== this.refreshes) return;
+      this.documents = documents;
       this.error = null;
     } catch (e) {
-      this.error = (e as Error).message;
+      if (asked === this.refreshes) this.error = (e as Error).message;
     }
   }
 

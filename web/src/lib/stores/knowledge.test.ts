@@ -59,4 +59,19 @@ describe("knowledge store", () => {
     await vi.waitFor(() => expect(kb.uploads[0]).toMatchObject({ phase: "ready", fraction: 1 }));
     stop();
   });
+
+  it("shows the documents of the last refresh asked for, whatever order the answers land in", async () => {
+    const answers: ((list: unknown[]) => void)[] = [];
+    vi.spyOn(api, "documents").mockImplementation(
+      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
+    );
+    const kb = knowledgeOf("agent_4");
+    const first = kb.refresh();
+    const second = kb.refresh();
+    answers[1]([doc("ready")]);
+    await second;
+    answers[0]([doc("indexing")]);
+    await first;
+    expect(kb.documents).toMatchObject([{ id: "doc_1", status: "ready" }]);
+  });
 });

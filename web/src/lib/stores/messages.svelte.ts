@@ -163,6 +163,8 @@ export class Timeline {
   private epoch = 0;
   /** Live messages that came while detached (see the class's note). */
   private held: Message[] = [];
+  /** The change count when the first of `held` came: a later change reached them held. */
+  private heldSince = Infinity;
   /** Confirmed subscriptions so far (see `subscribed`). */
   private subscriptions = 0;
   /** Live changes counted, and the count at each message's latest: a page asked for before a
@@ -322,12 +324,15 @@ export class Timeline {
    * not have (their event came after the server read the page). */
   private attach(page: Message[], since: number): void {
     const held = this.held;
+    const heldSince = this.heldSince;
     this.held = [];
+    this.heldSince = Infinity;
     this.live = true;
     const newest = page[page.length - 1]?.id ?? this.newestId ?? "";
+    // A held message is as it first came: the changes since (a delete, above all) are replayed.
     this.merge(
       page.concat(held.filter((m) => m.id > newest && !this.find(m.id))),
-      since,
+      Math.min(since, heldSince),
     );
   }
 
@@ -339,6 +344,7 @@ export class Timeline {
   jumpTo(message: Message, limit = PAGE_SIZE): Promise<boolean> {
     if (this.find(message.id)) return Promise.resolve(true);
     const epoch = ++this.epoch;
+    const since = this.changes;
     // Meanwhile new messages are held: they belong after the window, not after the old items.
     this.live = false;
     this.loadingOlder = false;
@@ -355,8 +361,8 @@ export class Timeline {
         this.hasOlder = older.length === limit;
         this.error = null;
         const window = [...older, message, ...newer];
-        if (newer.length < limit) this.attach(window, Infinity);
-        else this.merge(window);
+        if (newer.length < limit) this.attach(window, since);
+        else this.merge(window, since);
         this.loaded = true;
         return this.find(message.id) !== undefined;
       },
@@ -381,6 +387,7 @@ export class Timeline {
     this.epoch++;
     this.windowLoad = null;
     this.held = [];
+    this.heldSince = Infinity;
     this.clear();
     this.live = true;
     this.hasOlder = true;
@@ -519,6 +526,23 @@ export class Timeline {
     }
   }
 
+  /** The answer to the person's own edit. A live change that reached the row after the edit
+   * was sent (`since`, from `changeCount`) is as new as the answer or newer (a reaction the
+   * answer does not have): then only the edit's text is taken, unless a newer one is shown. */
+  answered(m: Message, since: number): void {
+    const known = this.find(m.id);
+    if (!known || known.deleted) return;
+    if ((this.changedAt.get(m.id) ?? 0) <= since) this.settle(known, m);
+    else if (m.editedAt && (!known.editedAt || m.editedAt > known.editedAt)) {
+      Object.assign(known, { content: m.content, editedAt: m.editedAt });
+    }
+  }
+
+  /** The count of live changes so far, for `answered`. */
+  get changeCount(): number {
+    return this.changes;
+  }
+
   /** An edit, a reaction count or a thread summary changed (`message_updated`). A tombstone
    * whose last reply went is gone. */
   update(m: Message): void {
@@ -565,11 +589,14 @@ export class Timeline {
     }
   }
 
-  /** Kept for a page on its way (`recent`): the newest `RECENT_CAP` messages' changes. */
+  /** Kept for a page on its way (`recent`): the newest `RECENT_CAP` messages' changes. An
+   * update carries the whole message and a delete is final, so either replaces what came
+   * before it: what is kept of a message is its last one and the reactions since. */
   private keep(id: string, change: Change): void {
-    const changes = this.recent.get(id) ?? [];
+    const changes = change.type.startsWith("reaction_") ? (this.recent.get(id) ?? []) : [];
     this.recent.delete(id);
-    this.recent.set(id, [...changes, change]);
+    changes.push(change);
+    this.recent.set(id, changes);
     if (this.recent.size > RECENT_CAP) this.recent.delete(this.recent.keys().next().value!);
   }
 
@@ -748,6 +775,7 @@ export class Timeline {
 
   private hold(m: Message): void {
     if (!this.holds(m)) return;
+    if (this.held.length === 0) this.heldSince = this.changes;
     this.held.push(m);
     if (this.held.length > HELD_CAP) this.held.splice(0, this.held.length - HELD_CAP);
   }
@@ -895,8 +923,9 @@ class Timelines {
 
   /** Save an edit; the answer (and the broadcast, in every page) settles the row. */
   async edit(channelId: string, id: string, content: string): Promise<void> {
+    const asked = [...this.of(channelId)].map((timeline) => [timeline, timeline.changeCount] as const);
     const message = await api.editMessage(id, content);
-    for (const timeline of this.of(channelId)) timeline.update(message);
+    for (const [timeline, since] of asked) timeline.answered(message, since);
   }
 
   async remove(channelId: string, id: string): Promise<void> {

@@ -56,6 +56,9 @@ class ReadStates {
    * counts them, so a later `mention` of one (an edit naming the person) is asked again, not
    * added to a count that may hold it already. */
   private unsure = new Map<string, Set<string>>();
+  /** Per channel with a marker's post on its way: whether a message was counted meanwhile (the
+   * answer's counts may predate it, so the counts are asked again instead). */
+  private posting = new Map<string, boolean>();
   /** Moves on at logout, so that an answer asked for before it is not applied after. */
   private generation = 0;
 
@@ -110,14 +113,16 @@ class ReadStates {
     return sum;
   }
 
-  /** The channel list as the server answered it (at load and after a reconnect). */
-  load(list: ListedChannel[]): void {
+  /** The channel list as the server answered it (at load and after a reconnect); `kept` are
+   * channels the page gained live while it was on its way, whose state stays as it is. */
+  load(list: ListedChannel[], kept: string[] = []): void {
     const next: Record<string, ReadState> = {};
+    for (const id of kept) if (this.states[id]) next[id] = this.states[id];
     for (const c of list) {
       next[c.id] = { lastReadId: c.lastReadId, unreadCount: c.unreadCount, mentionCount: c.mentionCount };
     }
     this.states = next;
-    this.known.clear();
+    for (const id of this.known.keys()) if (!kept.includes(id)) this.known.delete(id);
   }
 
   /** The server confirmed the subscription of a channel the list named: its counts are asked
@@ -217,6 +222,7 @@ class ReadStates {
     if (was === undefined || (mention && !was)) {
       if (this.recount.inFlight(channelId)) this.recount.add(channelId);
       if (this.confirmed.inFlight(channelId)) this.confirmed.add(channelId);
+      if (this.posting.has(channelId)) this.posting.set(channelId, true);
     }
     if (was === undefined) {
       known.set(messageId, mention);
@@ -273,8 +279,23 @@ class ReadStates {
 
   private async post(channelId: string, messageId: string): Promise<void> {
     if (!this.states[channelId]) return;
-    const answer = await api.markRead(channelId, messageId);
-    this.apply(channelId, answer);
+    const generation = this.generation;
+    this.posting.set(channelId, false);
+    let answer: ReadState;
+    let countedMeanwhile = false;
+    try {
+      answer = await api.markRead(channelId, messageId);
+    } finally {
+      if (generation === this.generation) {
+        countedMeanwhile = this.posting.get(channelId) ?? false;
+        this.posting.delete(channelId);
+      }
+    }
+    if (generation !== this.generation || !this.states[channelId]) return;
+    // The page moved the marker itself when the person read; a message counted since the post
+    // left may be missing from the answer's counts, which are asked for again instead.
+    if (countedMeanwhile) this.recount.add(channelId);
+    else this.apply(channelId, answer);
   }
 
   reset(): void {
@@ -283,6 +304,7 @@ class ReadStates {
     this.confirmed.drop();
     this.setAside.clear();
     this.generation += 1;
+    this.posting.clear();
     this.states = {};
     this.visit = null;
     this.known.clear();

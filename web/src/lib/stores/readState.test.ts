@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { ListedChannel, Message } from "../types";
+import type { ListedChannel, Message, ReadState } from "../types";
 
 let deliver: (event: unknown) => void = () => {};
 vi.mock("../socket.svelte", () => ({
@@ -106,6 +106,37 @@ describe("read state after a subscription is confirmed", () => {
     await vi.advanceTimersByTimeAsync(500);
     expect(channels).toHaveBeenCalledTimes(2);
     expect(readState.get("ch_r").mentionCount).toBe(1);
+  });
+
+  it("keeps a message counted while a read marker's post was on its way, and asks again", async () => {
+    readState.load([listed(2)]);
+    readState.visible = true;
+    let answer: (state: ReadState & { ok: boolean }) => void = () => {};
+    vi.spyOn(api, "markRead").mockImplementation(() => new Promise((resolve) => (answer = resolve)));
+    const channels = vi.spyOn(api, "channels").mockResolvedValue([listed(1, "m_2")]);
+    readState.seen("ch_r", "m_2", [message("m_1"), message("m_2")]);
+    expect(readState.get("ch_r").unreadCount).toBe(0);
+    await vi.advanceTimersByTimeAsync(1000);
+    // The marker's post left; a message arrives before its answer, which predates it.
+    deliver({ type: "message", data: message("m_3") });
+    expect(readState.get("ch_r").unreadCount).toBe(1);
+    answer({ ok: true, lastReadId: "m_2", unreadCount: 0, mentionCount: 0 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(readState.get("ch_r")).toMatchObject({ lastReadId: "m_2", unreadCount: 1 });
+    // The counts are asked again, and the server's answer holds the message.
+    await vi.advanceTimersByTimeAsync(2500);
+    expect(channels).toHaveBeenCalledTimes(1);
+    expect(readState.get("ch_r")).toMatchObject({ lastReadId: "m_2", unreadCount: 1 });
+  });
+
+  it("takes a read marker's answer whole when nothing arrived meanwhile", async () => {
+    readState.load([listed(2)]);
+    readState.visible = true;
+    vi.spyOn(api, "markRead").mockResolvedValue({ ok: true, lastReadId: "m_2", unreadCount: 1, mentionCount: 0 });
+    readState.seen("ch_r", "m_2", [message("m_1"), message("m_2")]);
+    await vi.advanceTimersByTimeAsync(1000);
+    // The server counted a reply in a thread the person takes part in that the page did not.
+    expect(readState.get("ch_r")).toMatchObject({ lastReadId: "m_2", unreadCount: 1 });
   });
 
   it("lets an answer stand after two set aside, so a busy channel is not asked for ever", async () => {

@@ -187,6 +187,23 @@ describe("Timeline updates and deletes", () => {
     vi.restoreAllMocks();
   });
 
+  it("gives a late page's message the last of many updates, and a reaction made after it", async () => {
+    const t = new Timeline("ch_t");
+    vi.spyOn(api, "messages").mockImplementation(async () => {
+      for (let n = 1; n <= 600; n++) {
+        t.handle({ type: "message_updated", data: msg("r1", { content: `root`, thread: summary(n) }) });
+      }
+      t.handle({ type: "reaction_added", data: { messageId: "r1", channelId: "ch_t", emoji: "👀", userId: "u9" } });
+      return [msg("r1", { content: "root", thread: summary(0) })];
+    });
+    await t.loadLatest();
+    expect(t.find("r1")!.thread?.replyCount).toBe(600);
+    expect(t.find("r1")!.reactions).toEqual([{ emoji: "👀", count: 1, userIds: ["u9"] }]);
+    // What is kept of it is its last update and the reaction since, not every update.
+    expect((t as unknown as { recent: Map<string, unknown[]> }).recent.get("r1")).toHaveLength(2);
+    vi.restoreAllMocks();
+  });
+
   it("keeps a thread's deleted root a tombstone when an earlier page lands after the delete", async () => {
     const t = new Timeline("ch_t", "r1");
     vi.spyOn(api, "messages").mockImplementation(async () => {
@@ -243,6 +260,26 @@ describe("thread routing", () => {
     timelines.route({ type: "subscribed", data: { channelId: "ch_t" } });
     await vi.waitFor(() => expect(ids(thread)).toEqual(["m1", "m5"]));
     expect(spy).toHaveBeenCalledWith("ch_t", 200, undefined, "m1");
+  });
+
+  it("takes the answer to an edit without undoing a reaction that came while it was on its way", async () => {
+    const channel = timelines.get("ch_t");
+    channel.merge([msg("m1", { content: "typo" })]);
+    const edited = msg("m1", { content: "fixed", editedAt: "2026-11-27T00:00:00Z" });
+    vi.spyOn(api, "editMessage").mockImplementation(async () => {
+      timelines.route({
+        type: "reaction_added",
+        data: { messageId: "m1", channelId: "ch_t", emoji: "👍", userId: "user_2" },
+      });
+      return edited;
+    });
+    await timelines.edit("ch_t", "m1", "fixed");
+    expect(channel.find("m1")).toMatchObject({ content: "fixed", editedAt: "2026-11-27T00:00:00Z" });
+    expect(channel.find("m1")!.reactions).toEqual([{ emoji: "👍", count: 1, userIds: ["user_2"] }]);
+    // With nothing in between, the answer settles the row whole.
+    vi.spyOn(api, "editMessage").mockResolvedValue(msg("m1", { content: "again", editedAt: "2026-11-27T00:01:00Z" }));
+    await timelines.edit("ch_t", "m1", "again");
+    expect(channel.find("m1")).toMatchObject({ content: "again", reactions: [] });
   });
 
   it("toggles the person's reaction at once and takes it back when the server refuses", async () => {
