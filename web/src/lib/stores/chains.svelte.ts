@@ -7,8 +7,10 @@ import { session } from "./session.svelte";
 class Chains {
   byChannel = $state<Record<string, Chain | null>>({});
   private chainChannel = new Map<string, string>();
-  /** The newest `collab_status` of each chain: laid over fetched chains, which may be older. */
-  private latest = new Map<string, ChainStatusEvent>();
+  /** The newest `collab_status` of each chain, and the count of events when it came: laid over
+   * a chain fetched before it, which is older. */
+  private latest = new Map<string, { status: ChainStatusEvent; at: number }>();
+  private events = 0;
   private loadedFor = new Set<string>();
 
   constructor() {
@@ -26,12 +28,14 @@ class Chains {
     try {
       // The status events that came while the list was on its way are newer than it: a chain
       // ended meanwhile is not shown running, and one started meanwhile is not dropped.
-      const list = (await api.chains(channelId)).map((c) => this.overlay(c));
+      const since = this.events;
+      const list = (await api.chains(channelId)).map((c) => this.overlay(c, since));
       for (const chain of list) this.chainChannel.set(chain.id, chain.channelId);
       const live = list.filter((c) => c.status === "running" || c.status === "paused");
       const current = this.byChannel[channelId];
+      const startedMeanwhile = current && (this.latest.get(current.id)?.at ?? 0) > since;
       const refreshed = current
-        ? (list.find((c) => c.id === current.id) ?? (this.latest.has(current.id) ? current : undefined))
+        ? (list.find((c) => c.id === current.id) ?? (startedMeanwhile ? current : undefined))
         : undefined;
       this.byChannel[channelId] = live[live.length - 1] ?? refreshed ?? null;
     } catch {
@@ -41,11 +45,12 @@ class Chains {
 
   /** `collab_status` names no channel: the chain is fetched once to learn it, and its steps. */
   private async follow(status: ChainStatusEvent): Promise<void> {
-    this.latest.set(status.chainId, status);
+    this.latest.set(status.chainId, { status, at: ++this.events });
     let channelId = this.chainChannel.get(status.chainId);
     if (channelId === undefined) {
       try {
-        const chain = this.overlay(await api.chain(status.chainId));
+        const since = this.events;
+        const chain = this.overlay(await api.chain(status.chainId), since);
         channelId = chain.channelId;
         this.chainChannel.set(chain.id, channelId);
         this.byChannel[channelId] = chain;
@@ -55,17 +60,19 @@ class Chains {
     }
     const chain = this.byChannel[channelId];
     if (chain && chain.id === status.chainId) {
-      this.overlay(chain);
+      this.overlay(chain, 0);
       if (chain.steps.length !== status.totalSteps) void this.refresh(chain.id, channelId);
     } else {
       void this.refresh(status.chainId, channelId);
     }
   }
 
-  /** Put the newest status event of the chain over what a fetch answered. */
-  private overlay(chain: Chain): Chain {
-    const status = this.latest.get(chain.id);
-    if (status) {
+  /** Put the chain's newest status event over what a fetch answered, if it came after the
+   * fetch was asked for (`since`, a count of events; 0 for a chain shown, not fetched). */
+  private overlay(chain: Chain, since: number): Chain {
+    const latest = this.latest.get(chain.id);
+    if (latest && latest.at > since) {
+      const { status } = latest;
       Object.assign(chain, {
         status: status.status,
         step: status.step,
@@ -80,7 +87,8 @@ class Chains {
 
   private async refresh(chainId: string, channelId: string): Promise<void> {
     try {
-      this.byChannel[channelId] = this.overlay(await api.chain(chainId));
+      const since = this.events;
+      this.byChannel[channelId] = this.overlay(await api.chain(chainId), since);
     } catch {
       // gone or not visible: leave the strip as it was
     }

@@ -52,7 +52,7 @@ describe("a channel's chain", () => {
   it("is not shown running when it ended while the list was on its way", async () => {
     const answer = held();
     const load = chains.load("ch_c");
-    vi.spyOn(api, "chain").mockResolvedValue(chain("chn_1", "running"));
+    vi.spyOn(api, "chain").mockResolvedValue(chain("chn_1", "completed", 2));
     deliver(status("chn_1", "completed"));
     await vi.waitFor(() => expect(chains.byChannel.ch_c?.status).toBe("completed"));
     answer([chain("chn_1", "running")]);
@@ -69,5 +69,16 @@ describe("a channel's chain", () => {
     answer([]);
     await load;
     expect(chains.byChannel.ch_c).toMatchObject({ id: "chn_2", status: "running" });
+  });
+
+  it("is shown as a list asked for after its last event has it (a reconnect)", async () => {
+    vi.spyOn(api, "chains").mockResolvedValue([chain("chn_3", "running")]);
+    await chains.load("ch_c");
+    deliver(status("chn_3", "running", 1));
+    expect(chains.byChannel.ch_c).toMatchObject({ id: "chn_3", status: "running" });
+    // The socket was down while the chain ended: the list fetched on reconnect says so.
+    vi.spyOn(api, "chains").mockResolvedValue([{ ...chain("chn_3", "completed", 2), requested: null }]);
+    await chains.load("ch_c", true);
+    expect(chains.byChannel.ch_c).toMatchObject({ id: "chn_3", status: "completed", step: 2 });
   });
 });

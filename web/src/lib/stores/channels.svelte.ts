@@ -88,7 +88,11 @@ class Channels {
     const kept = this.list.filter((c) => late(c.id));
     const gone = this.list.filter((c) => !late(c.id) && !list.some((l) => l.id === c.id));
     this.list = [...list.map(plain), ...kept].sort(byName);
-    readState.load(list, kept.map((c) => c.id));
+    // An event says nothing of the read state: the answer's counts stand for a channel it
+    // has; one created meanwhile keeps what the page counted.
+    const counted = answer.filter((c) => kept.some((k) => k.id === c.id));
+    const created = kept.filter((k) => !answer.some((c) => c.id === k.id));
+    readState.load([...list, ...counted], created.map((c) => c.id));
     this.loaded = true;
     for (const channel of [...list, ...kept]) {
       this.unconfirmed.add(channel.id);

@@ -72,4 +72,18 @@ describe("the channel list", () => {
     expect(names()).toEqual(["able", "delta"]);
     expect(readState.get("ch_d").unreadCount).toBe(3);
   });
+
+  it("takes the list's read state for a channel only renamed while the list was on its way", async () => {
+    vi.spyOn(api, "channels").mockResolvedValue([listed("ch_a", "alpha")]);
+    await channels.load();
+    let answer: (list: ListedChannel[]) => void = () => {};
+    vi.spyOn(api, "channels").mockImplementation(() => new Promise((resolve) => (answer = resolve)));
+    const reload = channels.load();
+    deliver({ type: "channel_updated", data: { ...listed("ch_a", "aardvark") } as Channel });
+    // Five messages came while the socket was down: the list counts them.
+    answer([listed("ch_a", "alpha", 5)]);
+    await reload;
+    expect(names()).toEqual(["aardvark"]);
+    expect(readState.get("ch_a").unreadCount).toBe(5);
+  });
 });

@@ -35,8 +35,9 @@ export class Knowledge {
    * the upload's own answer (which said "indexing"), and nothing would follow it. */
   private ended: Record<string, Upload["phase"]> = {};
   private nextKey = 0;
-  /** Refreshes asked for so far (see `refresh`). */
+  /** Refreshes asked for so far, and the newest whose answer is shown (see `refresh`). */
   private refreshes = 0;
+  private shown = 0;
 
   constructor(agentId: string) {
     this.agentId = agentId;
@@ -68,18 +69,24 @@ export class Knowledge {
   }
 
   /** The documents again. Several may be on their way at once (an upload's answer, progress
-   * events, a reconnect): only the last asked for is shown, so an older answer that lands
-   * later does not put back how things were. */
+   * events, a reconnect): an answer older than the one shown, or than the owner's own change
+   * (`settled`), is dropped, so it does not put back how things were. */
   async refresh(): Promise<void> {
     const asked = ++this.refreshes;
     try {
       const documents = await api.documents(this.agentId);
-      if (asked !== this.refreshes) return;
+      if (asked <= this.shown) return;
+      this.shown = asked;
       this.documents = documents;
       this.error = null;
     } catch (e) {
-      if (asked === this.refreshes) this.error = (e as Error).message;
+      if (asked > this.shown) this.error = (e as Error).message;
     }
+  }
+
+  /** The owner's own change is shown: refreshes asked for before it are older than it. */
+  private settled(): void {
+    this.shown = this.refreshes;
   }
 
   progressOf(document: KbDocument): Progress {
@@ -148,6 +155,7 @@ export class Knowledge {
   async share(document: KbDocument, visibility: "owner" | "members"): Promise<void> {
     try {
       const changed = await api.setVisibility(document.id, visibility);
+      this.settled();
       this.documents = (this.documents ?? []).map((d) => (d.id === changed.id ? changed : d));
     } catch (e) {
       this.error = (e as Error).message;
@@ -157,6 +165,7 @@ export class Knowledge {
   async remove(document: KbDocument): Promise<void> {
     try {
       await api.deleteDocument(document.id);
+      this.settled();
       this.documents = (this.documents ?? []).filter((d) => d.id !== document.id);
     } catch (e) {
       this.error = (e as Error).message;

@@ -74,4 +74,33 @@ describe("knowledge store", () => {
     await first;
     expect(kb.documents).toMatchObject([{ id: "doc_1", status: "ready" }]);
   });
+
+  it("shows each answer newer than the one shown, so refreshes asked in a stream are not all dropped", async () => {
+    const answers: ((list: unknown[]) => void)[] = [];
+    vi.spyOn(api, "documents").mockImplementation(
+      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
+    );
+    const kb = knowledgeOf("agent_5");
+    const first = kb.refresh();
+    void kb.refresh();
+    answers[0]([doc("indexing")]);
+    await first;
+    expect(kb.documents).toMatchObject([{ id: "doc_1", status: "indexing" }]);
+  });
+
+  it("does not let a refresh asked for before a delete bring the document back", async () => {
+    const answers: ((list: unknown[]) => void)[] = [];
+    vi.spyOn(api, "documents").mockImplementation(
+      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
+    );
+    vi.spyOn(api, "deleteDocument").mockResolvedValue({ ok: true } as never);
+    const kb = knowledgeOf("agent_6");
+    kb.documents = [doc("ready")] as never;
+    const late = kb.refresh();
+    await kb.remove(doc("ready") as never);
+    expect(kb.documents).toEqual([]);
+    answers[0]([doc("ready")]);
+    await late;
+    expect(kb.documents).toEqual([]);
+  });
 });

@@ -591,9 +591,16 @@ export class Timeline {
 
   /** Kept for a page on its way (`recent`): the newest `RECENT_CAP` messages' changes. An
    * update carries the whole message and a delete is final, so either replaces what came
-   * before it: what is kept of a message is its last one and the reactions since. */
+   * before it; a person's reaction with an emoji replaces their earlier one with it. What is
+   * kept of a message is its last update or delete and each person's last reactions since. */
   private keep(id: string, change: Change): void {
-    const changes = change.type.startsWith("reaction_") ? (this.recent.get(id) ?? []) : [];
+    let changes: Change[] = [];
+    if (change.type === "reaction_added" || change.type === "reaction_removed") {
+      const { emoji, userId } = change.data;
+      changes = (this.recent.get(id) ?? []).filter(
+        (c) => !(c.type === "reaction_added" || c.type === "reaction_removed") || c.data.emoji !== emoji || c.data.userId !== userId,
+      );
+    }
     this.recent.delete(id);
     changes.push(change);
     this.recent.set(id, changes);

@@ -75,6 +75,9 @@ class ReadStates {
         }
         case "read_updated": {
           const { channelId, ...state } = event.data;
+          // Counts that may predate a message counted since (this page's own post's echo,
+          // above all) wait for the counts asked again (see `post`).
+          if (this.posting.get(channelId) || this.recount.pending(channelId)) break;
           this.apply(channelId, state);
           break;
         }
@@ -286,16 +289,17 @@ class ReadStates {
     try {
       answer = await api.markRead(channelId, messageId);
     } finally {
+      // The page moved the marker itself when the person read; a message counted since the
+      // post left may be missing from the answer's counts, which are asked for again instead
+      // (after a failed post too: a `read_updated` set aside meanwhile waits for them).
       if (generation === this.generation) {
         countedMeanwhile = this.posting.get(channelId) ?? false;
         this.posting.delete(channelId);
+        if (countedMeanwhile) this.recount.add(channelId);
       }
     }
-    if (generation !== this.generation || !this.states[channelId]) return;
-    // The page moved the marker itself when the person read; a message counted since the post
-    // left may be missing from the answer's counts, which are asked for again instead.
-    if (countedMeanwhile) this.recount.add(channelId);
-    else this.apply(channelId, answer);
+    if (generation !== this.generation || !this.states[channelId] || countedMeanwhile) return;
+    this.apply(channelId, answer);
   }
 
   reset(): void {

@@ -123,6 +123,9 @@ describe("read state after a subscription is confirmed", () => {
     answer({ ok: true, lastReadId: "m_2", unreadCount: 0, mentionCount: 0 });
     await vi.advanceTimersByTimeAsync(0);
     expect(readState.get("ch_r")).toMatchObject({ lastReadId: "m_2", unreadCount: 1 });
+    // The post's echo to this page's own socket has the same counts: it waits as well.
+    deliver({ type: "read_updated", data: { channelId: "ch_r", lastReadId: "m_2", unreadCount: 0, mentionCount: 0 } });
+    expect(readState.get("ch_r")).toMatchObject({ lastReadId: "m_2", unreadCount: 1 });
     // The counts are asked again, and the server's answer holds the message.
     await vi.advanceTimersByTimeAsync(2500);
     expect(channels).toHaveBeenCalledTimes(1);

@@ -193,6 +193,11 @@ describe("Timeline updates and deletes", () => {
       for (let n = 1; n <= 600; n++) {
         t.handle({ type: "message_updated", data: msg("r1", { content: `root`, thread: summary(n) }) });
       }
+      for (let n = 0; n < 100; n++) {
+        const reaction = { messageId: "r1", channelId: "ch_t", emoji: "👀", userId: "u9" };
+        t.handle({ type: "reaction_added", data: reaction });
+        t.handle({ type: "reaction_removed", data: reaction });
+      }
       t.handle({ type: "reaction_added", data: { messageId: "r1", channelId: "ch_t", emoji: "👀", userId: "u9" } });
       return [msg("r1", { content: "root", thread: summary(0) })];
     });
