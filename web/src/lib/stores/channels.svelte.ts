@@ -84,15 +84,16 @@ class Channels {
     const answer = await api.channels();
     // A channel changed live since the list was asked for stays as the change left it.
     const late = (id: string) => (this.changedAt.get(id) ?? 0) > since;
+    const answered = new Set(answer.map((c) => c.id));
     const list = answer.filter((c) => !late(c.id));
     const kept = this.list.filter((c) => late(c.id));
-    const gone = this.list.filter((c) => !late(c.id) && !list.some((l) => l.id === c.id));
+    const gone = this.list.filter((c) => !late(c.id) && !answered.has(c.id));
     this.list = [...list.map(plain), ...kept].sort(byName);
     // An event says nothing of the read state: the answer's counts stand for a channel it
-    // has; one created meanwhile keeps what the page counted.
-    const counted = answer.filter((c) => kept.some((k) => k.id === c.id));
-    const created = kept.filter((k) => !answer.some((c) => c.id === k.id));
-    readState.load([...list, ...counted], created.map((c) => c.id));
+    // has (all but the ones removed meanwhile); one created meanwhile keeps the page's.
+    const counted = answer.filter((c) => !late(c.id) || kept.some((k) => k.id === c.id));
+    const created = kept.filter((c) => !answered.has(c.id)).map((c) => c.id);
+    readState.load(counted, created);
     this.loaded = true;
     for (const channel of [...list, ...kept]) {
       this.unconfirmed.add(channel.id);

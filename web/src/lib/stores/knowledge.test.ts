@@ -26,6 +26,15 @@ vi.mock("../api", async (importOriginal) => {
 const { api } = await import("../api");
 const { knowledgeOf } = await import("./knowledge.svelte");
 
+/** `api.documents` answering only when the test lets each answer land, in the order it likes. */
+function heldAnswers(): ((list: unknown[]) => void)[] {
+  const answers: ((list: unknown[]) => void)[] = [];
+  vi.spyOn(api, "documents").mockImplementation(
+    () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
+  );
+  return answers;
+}
+
 const doc = (status: string) => ({ id: "doc_1", status, error: null, progress: { done: 0, total: 0 } });
 
 describe("knowledge store", () => {
@@ -61,10 +70,7 @@ describe("knowledge store", () => {
   });
 
   it("shows the documents of the last refresh asked for, whatever order the answers land in", async () => {
-    const answers: ((list: unknown[]) => void)[] = [];
-    vi.spyOn(api, "documents").mockImplementation(
-      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
-    );
+    const answers = heldAnswers();
     const kb = knowledgeOf("agent_4");
     const first = kb.refresh();
     const second = kb.refresh();
@@ -76,10 +82,7 @@ describe("knowledge store", () => {
   });
 
   it("shows each answer newer than the one shown, so refreshes asked in a stream are not all dropped", async () => {
-    const answers: ((list: unknown[]) => void)[] = [];
-    vi.spyOn(api, "documents").mockImplementation(
-      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
-    );
+    const answers = heldAnswers();
     const kb = knowledgeOf("agent_5");
     const first = kb.refresh();
     void kb.refresh();
@@ -89,10 +92,7 @@ describe("knowledge store", () => {
   });
 
   it("does not let a refresh asked for before a delete bring the document back", async () => {
-    const answers: ((list: unknown[]) => void)[] = [];
-    vi.spyOn(api, "documents").mockImplementation(
-      () => new Promise((resolve) => answers.push(resolve as (list: unknown[]) => void)),
-    );
+    const answers = heldAnswers();
     vi.spyOn(api, "deleteDocument").mockResolvedValue({ ok: true } as never);
     const kb = knowledgeOf("agent_6");
     kb.documents = [doc("ready")] as never;

@@ -33,6 +33,10 @@ type Change = Extract<
   { type: "message_updated" | "message_deleted" | "reaction_added" | "reaction_removed" }
 >;
 
+function isReaction(change: Change): change is Extract<Change, { type: "reaction_added" | "reaction_removed" }> {
+  return change.type === "reaction_added" || change.type === "reaction_removed";
+}
+
 export interface ToolCard {
   toolName: string;
   callId: string | null;
@@ -594,13 +598,11 @@ export class Timeline {
    * before it; a person's reaction with an emoji replaces their earlier one with it. What is
    * kept of a message is its last update or delete and each person's last reactions since. */
   private keep(id: string, change: Change): void {
-    let changes: Change[] = [];
-    if (change.type === "reaction_added" || change.type === "reaction_removed") {
-      const { emoji, userId } = change.data;
-      changes = (this.recent.get(id) ?? []).filter(
-        (c) => !(c.type === "reaction_added" || c.type === "reaction_removed") || c.data.emoji !== emoji || c.data.userId !== userId,
-      );
-    }
+    const changes = isReaction(change)
+      ? (this.recent.get(id) ?? []).filter(
+          (c) => !isReaction(c) || c.data.emoji !== change.data.emoji || c.data.userId !== change.data.userId,
+        )
+      : [];
     this.recent.delete(id);
     changes.push(change);
     this.recent.set(id, changes);
