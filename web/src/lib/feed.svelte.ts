@@ -310,8 +310,7 @@ export class Feed {
     this.range = nextRange(this.offsets, EMPTY, top - this.origin, this.viewport, NEAR, FAR);
     if (shift) {
       void tick().then(() => {
-        scroller.scrollBy({ top: shift, behavior: "instant" });
-        this.movedTo();
+        this.moveBy(shift);
         this.prefetch(this.known);
       });
     }
@@ -342,17 +341,22 @@ export class Feed {
     if (this.stuck) {
       this.keepBottom();
     } else if (above) {
-      // A row above the anchor grew or shrank: the view moves with it, relatively. The scroll
-      // position is kept in whole pixels: what rounding left out is carried to the next move,
-      // or rows measured a few at a time would drift the view by a pixel each time.
-      const want = above + this.shiftRest;
-      const from = this.scroller.scrollTop;
-      this.scroller.scrollBy({ top: want, behavior: "instant" });
-      this.movedTo();
-      const rest = want - (this.known - from);
-      this.shiftRest = Math.abs(rest) < 1 ? rest : 0;
+      // A row above the anchor grew or shrank: the view moves with it.
+      this.moveBy(above);
     }
     this.updateRange(this.known);
+  }
+
+  /** Move the view by `delta` px, relatively (a scroll under way carries on). The scroll
+   * position is kept in whole pixels: what rounding left out is carried to the next move, or
+   * pages coming in above and rows measured a few at a time would drift the view a pixel each. */
+  private moveBy(delta: number): void {
+    const want = delta + this.shiftRest;
+    const from = this.scroller.scrollTop;
+    this.scroller.scrollBy({ top: want, behavior: "instant" });
+    this.movedTo();
+    const rest = want - (this.known - from);
+    this.shiftRest = Math.abs(rest) < 1 ? rest : 0;
   }
 
   /** At the bottom, stay there: now, and once the gaps and rows this change moves are in. */
