@@ -128,7 +128,29 @@ export function forgetEarly(): void {
   early.clear();
 }
 
+/** Counts the sessions this page has ended (`endSession`). */
+let sessionsEnded = 0;
+
+/** The session ended (a logout, or the server's 401), and the stores were reset. */
+export function endSession(): void {
+  sessionsEnded += 1;
+  forgetEarly();
+}
+
+/** Which session this is, taken before a request: an answer that lands after the session
+ * ended (`sessionEnded`) belongs to no store any more. Without the check, a channel list asked
+ * for just before a logout could land after the next login and show the last person's
+ * channels to the next. */
+export function sessionMark(): number {
+  return sessionsEnded;
+}
+
+export function sessionEnded(mark: number): boolean {
+  return mark !== sessionsEnded;
+}
+
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
+  const session = sessionMark();
   const url = urlOf(path, options.query);
   const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers["content-type"] = "application/json";
@@ -153,7 +175,8 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
   }
   if (!response.ok) {
     const error = await failure(response);
-    if (response.status === 401 && path !== "/api/login") onUnauthenticated();
+    // The 401 of a session already ended (logged out) says nothing of the one in use.
+    if (response.status === 401 && path !== "/api/login" && !sessionEnded(session)) onUnauthenticated();
     throw error;
   }
   return (await response.json()) as T;
@@ -376,6 +399,7 @@ function sendForm<T>(
   onProgress: (fraction: number) => void,
 ): UploadHandle<T> {
   const xhr = new XMLHttpRequest();
+  const session = sessionMark();
   const promise = new Promise<T>((resolve, reject) => {
     xhr.open("POST", url);
     for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
@@ -389,7 +413,7 @@ function sendForm<T>(
         onProgress(1);
         resolve(body);
       } else {
-        if (xhr.status === 401) onUnauthenticated();
+        if (xhr.status === 401 && !sessionEnded(session)) onUnauthenticated();
         const retry = Number(xhr.getResponseHeader("retry-after"));
         reject(
           new ApiError(

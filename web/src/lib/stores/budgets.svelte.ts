@@ -13,6 +13,7 @@ import {
   type BudgetUse,
   type Budgets,
 } from "../budgets";
+import { sessionEnded, sessionMark } from "../api";
 import { settingsApi } from "../settingsApi";
 import { socket } from "../socket.svelte";
 import { usageApi, type UsageRow } from "../usageApi";
@@ -51,11 +52,13 @@ class BudgetWatch {
       if (fresh) this.again = true;
       return this.running;
     }
-    this.running = this.load();
+    const running = this.load();
+    this.running = running;
     try {
-      await this.running;
+      await running;
     } finally {
-      this.running = null;
+      // A logout meanwhile let it go (`reset`): the next session's ask may be under way.
+      if (this.running === running) this.running = null;
     }
     if (this.again) {
       this.again = false;
@@ -66,11 +69,13 @@ class BudgetWatch {
   private async load(): Promise<void> {
     if (!session.isOwner) return;
     this.last = Date.now();
+    const mark = sessionMark();
     try {
       const settings = await settingsApi.settings();
       const budgets = settings.budgets ?? NO_BUDGETS;
       if (anyCap(budgets)) {
         const [byAgent, byPerson] = await Promise.all([usageApi.usage("agent"), usageApi.usage("person")]);
+        if (sessionEnded(mark)) return;
         this.byAgent = byAgent;
         this.byPerson = byPerson;
         if (Object.keys(budgets.guests).some((id) => !(id in this.guests))) await this.loadGuests();
@@ -78,18 +83,20 @@ class BudgetWatch {
         this.byAgent = [];
         this.byPerson = [];
       }
+      if (sessionEnded(mark)) return;
       this.budgets = budgets;
       this.error = null;
     } catch (e) {
-      this.error = (e as Error).message;
+      if (!sessionEnded(mark)) this.error = (e as Error).message;
     } finally {
-      this.loaded = true;
+      if (!sessionEnded(mark)) this.loaded = true;
     }
   }
 
   async loadGuests(): Promise<void> {
+    const mark = sessionMark();
     const list = await settingsApi.guests();
-    this.guests = Object.fromEntries(list.map((g) => [g.id, g.name]));
+    if (!sessionEnded(mark)) this.guests = Object.fromEntries(list.map((g) => [g.id, g.name]));
   }
 
   /** The budgets as the server saved them (the answer to a `PUT /api/settings`). */
@@ -144,6 +151,8 @@ class BudgetWatch {
   }
 
   reset(): void {
+    this.running = null;
+    this.again = false;
     this.budgets = NO_BUDGETS;
     this.byAgent = [];
     this.byPerson = [];

@@ -1,5 +1,5 @@
 /** The chain of each channel worth showing: running or paused, or just ended until dismissed. */
-import { api } from "../api";
+import { api, sessionEnded, sessionMark } from "../api";
 import { socket } from "../socket.svelte";
 import type { Chain, ChainStatusEvent } from "../types";
 import { session } from "./session.svelte";
@@ -25,11 +25,14 @@ class Chains {
   async load(channelId: string, again = false): Promise<void> {
     if (this.loadedFor.has(channelId) && !again) return;
     this.loadedFor.add(channelId);
+    const mark = sessionMark();
     try {
       // The status events that came while the list was on its way are newer than it: a chain
       // ended meanwhile is not shown running, and one started meanwhile is not dropped.
       const since = this.events;
-      const list = (await api.chains(channelId)).map((c) => this.overlay(c, since));
+      const answer = await api.chains(channelId);
+      if (sessionEnded(mark)) return;
+      const list = answer.map((c) => this.overlay(c, since));
       for (const chain of list) this.chainChannel.set(chain.id, chain.channelId);
       const live = list.filter((c) => c.status === "running" || c.status === "paused");
       const current = this.byChannel[channelId];
@@ -39,7 +42,7 @@ class Chains {
         : undefined;
       this.byChannel[channelId] = live[live.length - 1] ?? refreshed ?? null;
     } catch {
-      this.loadedFor.delete(channelId);
+      if (!sessionEnded(mark)) this.loadedFor.delete(channelId);
     }
   }
 
@@ -50,7 +53,10 @@ class Chains {
     if (channelId === undefined) {
       try {
         const since = this.events;
-        const chain = this.overlay(await api.chain(status.chainId), since);
+        const mark = sessionMark();
+        const answer = await api.chain(status.chainId);
+        if (sessionEnded(mark)) return;
+        const chain = this.overlay(answer, since);
         channelId = chain.channelId;
         this.chainChannel.set(chain.id, channelId);
         this.byChannel[channelId] = chain;
@@ -88,7 +94,9 @@ class Chains {
   private async refresh(chainId: string, channelId: string): Promise<void> {
     try {
       const since = this.events;
-      this.byChannel[channelId] = this.overlay(await api.chain(chainId), since);
+      const mark = sessionMark();
+      const answer = await api.chain(chainId);
+      if (!sessionEnded(mark)) this.byChannel[channelId] = this.overlay(answer, since);
     } catch {
       // gone or not visible: leave the strip as it was
     }

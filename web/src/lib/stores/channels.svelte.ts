@@ -4,7 +4,7 @@
  * subscribes to every channel it lists, so messages and counts move live; the read state of
  * each (marker, unread and mention counts) is the server's, held by `readState`.
  */
-import { api } from "../api";
+import { api, sessionEnded, sessionMark } from "../api";
 import { channelPath, router } from "../router.svelte";
 import { socket } from "../socket.svelte";
 import type { Channel, ListedChannel } from "../types";
@@ -81,7 +81,9 @@ class Channels {
    * what changed while the socket was down comes with it). */
   async load(): Promise<void> {
     const since = this.changes;
+    const mark = sessionMark();
     const answer = await api.channels();
+    if (sessionEnded(mark)) return;
     // A channel changed live since the list was asked for stays as the change left it.
     const late = (id: string) => (this.changedAt.get(id) ?? 0) > since;
     const answered = new Set(answer.map((c) => c.id));

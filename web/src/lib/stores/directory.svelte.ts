@@ -1,5 +1,5 @@
 /** Agents and people by id: what the page needs to put a name and an avatar on a message. */
-import { api } from "../api";
+import { api, sessionEnded, sessionMark } from "../api";
 import type { Agent, User } from "../types";
 import { session } from "./session.svelte";
 
@@ -20,12 +20,14 @@ class Directory {
 
   async loadAgents(): Promise<void> {
     this.agentsLoading = true;
+    const mark = sessionMark();
     try {
       const list = await api.agents();
+      if (sessionEnded(mark)) return;
       this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
       this.agentsLoaded = true;
     } finally {
-      this.agentsLoading = false;
+      if (!sessionEnded(mark)) this.agentsLoading = false;
     }
   }
 
@@ -45,10 +47,13 @@ class Directory {
   async loadPeople(channelId: string): Promise<void> {
     if (this.peopleOf.has(channelId)) return;
     this.peopleOf.add(channelId);
+    const mark = sessionMark();
     try {
-      for (const user of await api.people(channelId)) this.people[user.id] = user;
+      const users = await api.people(channelId);
+      if (sessionEnded(mark)) return;
+      for (const user of users) this.people[user.id] = user;
     } catch {
-      this.peopleOf.delete(channelId);
+      if (!sessionEnded(mark)) this.peopleOf.delete(channelId);
     }
   }
 

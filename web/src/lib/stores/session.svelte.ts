@@ -1,5 +1,5 @@
 /** Who is logged in. The session itself is an HttpOnly cookie; this only holds the user record. */
-import { api, ApiError, forgetEarly, setUnauthenticatedHandler } from "../api";
+import { api, ApiError, endSession, forgetEarly, setUnauthenticatedHandler } from "../api";
 import { socket } from "../socket.svelte";
 import type { User } from "../types";
 
@@ -69,7 +69,7 @@ class Session {
 
   private forget(notice: string | null, why: ResetReason): void {
     socket.stop();
-    forgetEarly();
+    endSession();
     for (const reset of this.resetters) reset(why);
     this.user = null;
     this.notice = notice;
