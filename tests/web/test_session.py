@@ -81,6 +81,66 @@ def test_a_wrong_password_shows_the_servers_error_then_the_owner_logs_in_and_out
     expect(page).to_have_url(f"{web_server.base_url}/login")
 
 
+def test_answers_of_a_session_that_ended_reach_nothing_in_the_next_one(
+    browse: Browse, web_server: Server, web_owner: Api
+) -> None:
+    """The owner's channel list and agents, asked for as the owner logs in, land after the
+    owner logged out and a guest logged in on the same page: the guest sees neither the owner's
+    channels nor is sent back to the login screen by the 401 of the owner's ended session."""
+    secret = channel(web_owner, [], name=unique("owners-only-"))
+    with Guest(web_server, web_owner, name=unique("Gus ")) as guest:
+        lobby = channel(web_owner, [], name=unique("lobby-"), memberIds=[guest.id])
+        page = browse.page()
+        held: dict[str, Any] = {}
+
+        def hold_first(route: Any) -> None:
+            path = urlsplit(route.request.url).path
+            if route.request.method != "GET" or path in held:
+                route.continue_()
+            elif path == "/api/channels":
+                # Read now, while the owner's session stands: the owner's list.
+                held[path] = (route, route.fetch())
+            else:
+                held[path] = (route, None)
+
+        # Held from the login on: the page asks for both before it, to learn there is no session.
+        page.goto("/login")
+        password = page.get_by_label("Password or guest key")
+        expect(password).to_be_visible()
+        page.route("**/api/channels", hold_first)
+        page.route("**/api/agents", hold_first)
+        password.fill(web_server.owner_key)
+        page.get_by_role("button", name="Log in").click()
+        logout = page.get_by_role("button", name="Log out")
+        expect(logout).to_be_visible()
+        for _ in range(100):
+            if len(held) == 2:
+                break
+            page.wait_for_timeout(50)
+        assert set(held) == {"/api/channels", "/api/agents"}
+        logout.click()
+        expect(page.get_by_label("Password or guest key")).to_be_visible()
+        # Read after the logout: what the server answers the ended session.
+        agents_route, _ = held["/api/agents"]
+        ended = agents_route.fetch()
+        assert ended.status == 401
+        held["/api/agents"] = (agents_route, ended)
+
+        # On the same page, with no load between: the owner's requests are still on their way.
+        password.fill(guest.key)
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_role("link", name=lobby["name"])).to_be_visible()
+        # The owner's channel list lands, and then the owner's 401.
+        for path in ("/api/channels", "/api/agents"):
+            route, answer = held[path]
+            route.fulfill(response=answer)
+            page.wait_for_timeout(500)
+            expect(page.get_by_role("link", name=lobby["name"])).to_be_visible()
+            expect(page.get_by_role("link", name=secret["name"])).to_have_count(0)
+        expect(page.get_by_role("button", name="Log out")).to_be_visible()
+        assert page.get_by_label("Password or guest key").count() == 0
+
+
 def test_too_many_failed_logins_show_when_to_try_again(
     browse: Browse, fresh_server: Server
 ) -> None:

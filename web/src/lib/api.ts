@@ -128,25 +128,41 @@ export function forgetEarly(): void {
   early.clear();
 }
 
-/** Counts the sessions this page has ended (`endSession`). */
-let sessionsEnded = 0;
+/** Counts the sessions begun and ended on this page: each session, and each time logged out
+ * between two, has a number of its own. */
+let sessions = 0;
+
+/** A login (or the page's session, found as it starts). */
+export function beginSession(): void {
+  sessions += 1;
+}
 
 /** The session ended (a logout, or the server's 401), and the stores were reset. */
 export function endSession(): void {
-  sessionsEnded += 1;
+  sessions += 1;
   forgetEarly();
 }
 
-/** Which session this is, taken before a request: an answer that lands after the session
- * ended (`sessionEnded`) belongs to no store any more. Without the check, a channel list asked
- * for just before a logout could land after the next login and show the last person's
- * channels to the next. */
+/** Which session this is, taken as a request is sent (`request`, `sendForm`), or before a
+ * store's own work that must not outlive it. */
 export function sessionMark(): number {
-  return sessionsEnded;
+  return sessions;
 }
 
 export function sessionEnded(mark: number): boolean {
-  return mark !== sessionsEnded;
+  return mark !== sessions;
+}
+
+/**
+ * What a request gets when its session ended before the answer landed, instead of the answer
+ * or the error: the stores it was for were reset, and an answer landing after the next login
+ * would put the last person's channel list, say, or the message they just sent, before the
+ * next. It is an error, so the caller's `finally` still lets go of what it held.
+ */
+export class SessionEnded extends ApiError {
+  constructor() {
+    super(0, "The session ended.", null);
+  }
 }
 
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
@@ -171,15 +187,17 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
         keepalive: options.keepalive,
       }));
   } catch {
-    throw new ApiError(0, "The server could not be reached.", null);
+    throw sessionEnded(session) ? new SessionEnded() : new ApiError(0, "The server could not be reached.", null);
   }
   if (!response.ok) {
     const error = await failure(response);
     // The 401 of a session already ended (logged out) says nothing of the one in use.
     if (response.status === 401 && path !== "/api/login" && !sessionEnded(session)) onUnauthenticated();
-    throw error;
+    throw sessionEnded(session) ? new SessionEnded() : error;
   }
-  return (await response.json()) as T;
+  const body = (await response.json()) as T;
+  if (sessionEnded(session)) throw new SessionEnded();
+  return body;
 }
 
 export interface AgentFields {
@@ -409,11 +427,15 @@ function sendForm<T>(
     };
     xhr.onload = () => {
       const body = xhr.response as (T & { error?: string; field?: string }) | null;
+      if (xhr.status === 401 && !sessionEnded(session)) onUnauthenticated();
+      if (sessionEnded(session)) {
+        reject(new SessionEnded());
+        return;
+      }
       if (xhr.status >= 200 && xhr.status < 300 && body) {
         onProgress(1);
         resolve(body);
       } else {
-        if (xhr.status === 401 && !sessionEnded(session)) onUnauthenticated();
         const retry = Number(xhr.getResponseHeader("retry-after"));
         reject(
           new ApiError(
@@ -425,8 +447,10 @@ function sendForm<T>(
         );
       }
     };
-    xhr.onerror = () => reject(new ApiError(0, "The upload failed: network error.", null));
-    xhr.onabort = () => reject(new ApiError(0, "The upload was cancelled.", null));
+    xhr.onerror = () =>
+      reject(sessionEnded(session) ? new SessionEnded() : new ApiError(0, "The upload failed: network error.", null));
+    xhr.onabort = () =>
+      reject(sessionEnded(session) ? new SessionEnded() : new ApiError(0, "The upload was cancelled.", null));
     xhr.send(form);
   });
   return { promise, abort: () => xhr.abort() };

@@ -57,10 +57,11 @@ class BudgetWatch {
     try {
       await running;
     } finally {
-      // A logout meanwhile let it go (`reset`): the next session's ask may be under way.
+      // A logout meanwhile let it go (`reset`): the next session's ask may be under way, and
+      // the ask again it may owe is its own.
       if (this.running === running) this.running = null;
     }
-    if (this.again) {
+    if (this.running === null && this.again) {
       this.again = false;
       await this.refresh();
     }
@@ -75,7 +76,6 @@ class BudgetWatch {
       const budgets = settings.budgets ?? NO_BUDGETS;
       if (anyCap(budgets)) {
         const [byAgent, byPerson] = await Promise.all([usageApi.usage("agent"), usageApi.usage("person")]);
-        if (sessionEnded(mark)) return;
         this.byAgent = byAgent;
         this.byPerson = byPerson;
         if (Object.keys(budgets.guests).some((id) => !(id in this.guests))) await this.loadGuests();
@@ -83,10 +83,10 @@ class BudgetWatch {
         this.byAgent = [];
         this.byPerson = [];
       }
-      if (sessionEnded(mark)) return;
       this.budgets = budgets;
       this.error = null;
     } catch (e) {
+      // Not if the session ended: the next one's state is not this one's.
       if (!sessionEnded(mark)) this.error = (e as Error).message;
     } finally {
       if (!sessionEnded(mark)) this.loaded = true;
@@ -94,9 +94,8 @@ class BudgetWatch {
   }
 
   async loadGuests(): Promise<void> {
-    const mark = sessionMark();
     const list = await settingsApi.guests();
-    if (!sessionEnded(mark)) this.guests = Object.fromEntries(list.map((g) => [g.id, g.name]));
+    this.guests = Object.fromEntries(list.map((g) => [g.id, g.name]));
   }
 
   /** The budgets as the server saved them (the answer to a `PUT /api/settings`). */

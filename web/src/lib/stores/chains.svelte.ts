@@ -30,9 +30,7 @@ class Chains {
       // The status events that came while the list was on its way are newer than it: a chain
       // ended meanwhile is not shown running, and one started meanwhile is not dropped.
       const since = this.events;
-      const answer = await api.chains(channelId);
-      if (sessionEnded(mark)) return;
-      const list = answer.map((c) => this.overlay(c, since));
+      const list = (await api.chains(channelId)).map((c) => this.overlay(c, since));
       for (const chain of list) this.chainChannel.set(chain.id, chain.channelId);
       const live = list.filter((c) => c.status === "running" || c.status === "paused");
       const current = this.byChannel[channelId];
@@ -42,6 +40,7 @@ class Chains {
         : undefined;
       this.byChannel[channelId] = live[live.length - 1] ?? refreshed ?? null;
     } catch {
+      // Not if the session ended: the next one may have asked for the channel's chains since.
       if (!sessionEnded(mark)) this.loadedFor.delete(channelId);
     }
   }
@@ -53,10 +52,7 @@ class Chains {
     if (channelId === undefined) {
       try {
         const since = this.events;
-        const mark = sessionMark();
-        const answer = await api.chain(status.chainId);
-        if (sessionEnded(mark)) return;
-        const chain = this.overlay(answer, since);
+        const chain = this.overlay(await api.chain(status.chainId), since);
         channelId = chain.channelId;
         this.chainChannel.set(chain.id, channelId);
         this.byChannel[channelId] = chain;
@@ -94,9 +90,7 @@ class Chains {
   private async refresh(chainId: string, channelId: string): Promise<void> {
     try {
       const since = this.events;
-      const mark = sessionMark();
-      const answer = await api.chain(chainId);
-      if (!sessionEnded(mark)) this.byChannel[channelId] = this.overlay(answer, since);
+      this.byChannel[channelId] = this.overlay(await api.chain(chainId), since);
     } catch {
       // gone or not visible: leave the strip as it was
     }

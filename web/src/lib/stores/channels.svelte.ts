@@ -65,11 +65,11 @@ class Channels {
 
   /** After a reconnect: the list again; a server that answers the socket but not yet the
    * request (still starting, or gone again) is asked again a little later, a few times. */
-  private async reload(attempt = 0): Promise<void> {
+  private async reload(attempt = 0, mark = sessionMark()): Promise<void> {
     try {
       await this.load();
     } catch {
-      if (attempt < 5) setTimeout(() => void this.reload(attempt + 1), 1000 * 2 ** attempt);
+      if (attempt < 5 && !sessionEnded(mark)) setTimeout(() => void this.reload(attempt + 1, mark), 1000 * 2 ** attempt);
     }
   }
 
@@ -81,9 +81,7 @@ class Channels {
    * what changed while the socket was down comes with it). */
   async load(): Promise<void> {
     const since = this.changes;
-    const mark = sessionMark();
     const answer = await api.channels();
-    if (sessionEnded(mark)) return;
     // A channel changed live since the list was asked for stays as the change left it.
     const late = (id: string) => (this.changedAt.get(id) ?? 0) > since;
     const answered = new Set(answer.map((c) => c.id));

@@ -23,10 +23,10 @@ class Directory {
     const mark = sessionMark();
     try {
       const list = await api.agents();
-      if (sessionEnded(mark)) return;
       this.agents = Object.fromEntries(list.map((a) => [a.id, a]));
       this.agentsLoaded = true;
     } finally {
+      // Not if the session ended: the next one's ask may be under way.
       if (!sessionEnded(mark)) this.agentsLoading = false;
     }
   }
@@ -49,9 +49,7 @@ class Directory {
     this.peopleOf.add(channelId);
     const mark = sessionMark();
     try {
-      const users = await api.people(channelId);
-      if (sessionEnded(mark)) return;
-      for (const user of users) this.people[user.id] = user;
+      for (const user of await api.people(channelId)) this.people[user.id] = user;
     } catch {
       if (!sessionEnded(mark)) this.peopleOf.delete(channelId);
     }

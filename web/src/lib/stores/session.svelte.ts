@@ -1,5 +1,5 @@
 /** Who is logged in. The session itself is an HttpOnly cookie; this only holds the user record. */
-import { api, ApiError, endSession, forgetEarly, setUnauthenticatedHandler } from "../api";
+import { api, ApiError, beginSession, endSession, forgetEarly, SessionEnded, setUnauthenticatedHandler } from "../api";
 import { socket } from "../socket.svelte";
 import type { User } from "../types";
 
@@ -28,6 +28,7 @@ class Session {
   async check(): Promise<void> {
     try {
       this.user = await api.me();
+      beginSession();
       this.phase = "ready";
       socket.start();
     } catch (error) {
@@ -81,3 +82,7 @@ export const session = new Session();
 
 setUnauthenticatedHandler(() => session.expired());
 window.addEventListener("palaver:unauthenticated", () => session.expired());
+// A request of a session that ended has nobody left to tell (`SessionEnded`): not an error.
+window.addEventListener("unhandledrejection", (event) => {
+  if (event.reason instanceof SessionEnded) event.preventDefault();
+});

@@ -6,6 +6,7 @@ vi.mock("../socket.svelte", () => ({
   socket: {
     on: () => () => {},
     onReconnect: () => () => {},
+    onMissed: () => () => {},
     start: () => {},
     stop: () => {},
     subscribe: () => {},
@@ -13,12 +14,14 @@ vi.mock("../socket.svelte", () => ({
   },
 }));
 
-const { api, upload } = await import("../api");
+const { api, SessionEnded, upload } = await import("../api");
 const { session } = await import("./session.svelte");
 const { channels } = await import("./channels.svelte");
 const { chains } = await import("./chains.svelte");
 const { directory } = await import("./directory.svelte");
 const { budgetWatch } = await import("./budgets.svelte");
+const { timelines } = await import("./messages.svelte");
+const { Sending } = await import("../sending.svelte");
 
 type Answer = { status: number; body: unknown } | "unreachable";
 
@@ -50,6 +53,10 @@ function server() {
     /** The connection fails: the server could not be reached. */
     cut(path: string): Promise<void> {
       return this.give(path, "unreachable");
+    },
+    /** How many requests to the address wait for their answer. */
+    waiting(path: string): number {
+      return waiting.get(path)?.length ?? 0;
     },
     /** Once the request has reached `fetch` (a few tasks after it was asked for). */
     async give(path: string, answer: Answer): Promise<void> {
@@ -120,19 +127,19 @@ async function logout(net: ReturnType<typeof server>): Promise<void> {
 
 afterEach(() => {
   vi.unstubAllGlobals();
-  for (const store of [channels, chains, directory, budgetWatch]) store.reset();
+  for (const store of [channels, chains, directory, budgetWatch, timelines]) store.reset();
 });
 
 describe("a session's answers after it ended", () => {
   it("do not put the last person's channels, agents, people or chains before the next", async () => {
     const net = server();
     await loggedIn(net);
-    const loading = [
+    const loading = Promise.allSettled([
       channels.load(),
       directory.loadAgents(),
       directory.loadPeople("ch_owner"),
       chains.load("ch_owner"),
-    ];
+    ]);
     await logout(net);
     await loggedIn(net);
     const agent = { id: "agent_owner", name: "Ledger" };
@@ -141,7 +148,9 @@ describe("a session's answers after it ended", () => {
     await net.answer("/api/agents", 200, { agents: [agent] });
     await net.answer("/api/channels/ch_owner/people", 200, { users: [{ id: "user_b", name: "Bo" }] });
     await net.answer("/api/chains", 200, { chains: [chain] });
-    await Promise.all(loading);
+    const ended = await loading;
+    expect(ended.map((e) => e.status)).toEqual(["rejected", "rejected", "fulfilled", "fulfilled"]);
+    expect((ended[0] as PromiseRejectedResult).reason).toBeInstanceOf(SessionEnded);
     expect(channels.list).toEqual([]);
     expect(directory.agents).toEqual({});
     expect(directory.people).toEqual({});
@@ -157,19 +166,46 @@ describe("a session's answers after it ended", () => {
     expect(Object.keys(directory.people)).toEqual(["user_c"]);
   });
 
-  it("do not join the next session's budget ask, nor settle it", async () => {
+  it("do not put a message sent just before a logout in the next session's timeline", async () => {
+    const net = server();
+    await loggedIn(net);
+    const sending = new Sending("ch_1", null);
+    const sent = sending.send("the last person's words");
+    await logout(net);
+    await loggedIn(net);
+    await net.answer("/api/messages", 201, { id: "msg_1" });
+    expect(await sent).toBe(false);
+    expect(timelines.get("ch_1").items).toEqual([]);
+    // Nor an upload's.
+    vi.stubGlobal("XMLHttpRequest", FakeUpload);
+    FakeUpload.sent = [];
+    const uploading = upload(new File(["x"], "x.txt"), () => {}).promise;
+    await logout(net);
+    await loggedIn(net);
+    FakeUpload.sent[0].answer(200, { url: "/uploads/x.txt" });
+    await expect(uploading).rejects.toBeInstanceOf(SessionEnded);
+  });
+
+  it("leave the next session's budget ask alone, and its ask again", async () => {
     const net = server();
     await loggedIn(net);
     const last = budgetWatch.refresh();
     await logout(net);
     await loggedIn(net);
     const next = budgetWatch.refresh();
+    // An ask that must see what was written after the one under way read: one more follows it.
+    const fresh = budgetWatch.refresh(true);
     await net.answer("/api/settings", 200, { settings: { budgets: null } });
     await last;
     expect(budgetWatch.loaded).toBe(false);
+    await settle();
+    expect(net.waiting("/api/settings")).toBe(1);
     await net.answer("/api/settings", 200, { settings: { budgets: null } });
-    await next;
+    await settle();
     expect(budgetWatch.loaded).toBe(true);
+    expect(net.waiting("/api/settings")).toBe(1);
+    await net.answer("/api/settings", 200, { settings: { budgets: null } });
+    await Promise.all([next, fresh]);
   });
 
   it("do not end the session logged in since with the 401 of the one logged out", async () => {
@@ -179,13 +215,13 @@ describe("a session's answers after it ended", () => {
     await logout(net);
     await loggedIn(net);
     await net.answer("/api/agents", 401, { error: "not logged in" });
-    await expect(before).rejects.toMatchObject({ status: 401 });
+    await expect(before).rejects.toBeInstanceOf(SessionEnded);
     expect(session.phase).toBe("ready");
     expect(session.user?.id).toBe(USER.id);
-    // A 401 of the session in use still ends it.
+    // A 401 of the session in use still ends it; its caller, reset, hears that it ended.
     const now = api.agents();
     await net.answer("/api/agents", 401, { error: "not logged in" });
-    await expect(now).rejects.toMatchObject({ status: 401 });
+    await expect(now).rejects.toBeInstanceOf(SessionEnded);
     expect(session.phase).toBe("anonymous");
     expect(session.notice).toBe("Your session has ended; log in again.");
   });
@@ -200,11 +236,11 @@ describe("a session's answers after it ended", () => {
     await logout(net);
     await loggedIn(net);
     FakeUpload.sent[0].answer(401, { error: "not logged in" });
-    await expect(before).rejects.toMatchObject({ status: 401 });
+    await expect(before).rejects.toBeInstanceOf(SessionEnded);
     expect(session.phase).toBe("ready");
     const now = upload(file, () => {}).promise;
     FakeUpload.sent[1].answer(401, { error: "not logged in" });
-    await expect(now).rejects.toMatchObject({ status: 401 });
+    await expect(now).rejects.toBeInstanceOf(SessionEnded);
     expect(session.phase).toBe("anonymous");
   });
 
