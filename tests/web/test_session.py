@@ -133,7 +133,8 @@ def test_answers_of_a_session_that_ended_reach_nothing_in_the_next_one(
         # The owner's channel list lands, and then the owner's 401.
         for path in ("/api/channels", "/api/agents"):
             route, answer = held[path]
-            route.fulfill(response=answer)
+            with page.expect_event("requestfinished", lambda r, p=path: r.url.endswith(p)):
+                route.fulfill(response=answer)
             page.wait_for_timeout(500)
             expect(page.get_by_role("link", name=lobby["name"])).to_be_visible()
             expect(page.get_by_role("link", name=secret["name"])).to_have_count(0)

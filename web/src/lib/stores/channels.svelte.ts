@@ -66,6 +66,8 @@ class Channels {
   /** After a reconnect: the list again; a server that answers the socket but not yet the
    * request (still starting, or gone again) is asked again a little later, a few times. */
   private async reload(attempt = 0, mark = sessionMark()): Promise<void> {
+    // A retry set before the session ended has nothing left to do.
+    if (sessionEnded(mark)) return;
     try {
       await this.load();
     } catch {

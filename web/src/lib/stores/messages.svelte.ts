@@ -7,7 +7,7 @@
  * `stream_start` to the stored `message`, so it never shows twice; a stream replayed on
  * (re)subscribe starts the text over, since the server sends the whole text so far again.
  */
-import { api } from "../api";
+import { api, sessionEnded, sessionMark } from "../api";
 import { socket } from "../socket.svelte";
 import { applyReaction } from "../reactions";
 import type { Message, Reaction, ServerEvent, ThreadSummary, ToolStatus } from "../types";
@@ -950,10 +950,12 @@ class Timelines {
       for (const timeline of this.of(channelId)) timeline.react(id, emoji, me, on);
     };
     apply(add);
+    const mark = sessionMark();
     try {
       await (add ? api.react(id, emoji) : api.unreact(id, emoji));
     } catch (error) {
-      apply(!add);
+      // Not once the session ended: the timelines are the next session's.
+      if (!sessionEnded(mark)) apply(!add);
       throw error;
     }
   }

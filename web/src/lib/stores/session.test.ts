@@ -1,6 +1,6 @@
 /** Answers to requests of a session that land after it ended (a logout, and the next login). */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ListedChannel } from "../types";
+import type { ListedChannel, Message } from "../types";
 
 vi.mock("../socket.svelte", () => ({
   socket: {
@@ -96,6 +96,20 @@ class FakeUpload {
   }
 }
 
+function stored(id: string): Message {
+  return {
+    id,
+    channelId: "ch_1",
+    agentId: null,
+    userId: "user_b",
+    content: "hello",
+    type: "text",
+    metadata: {},
+    createdAt: "2026-01-01T00:00:00Z",
+    threadId: null,
+  };
+}
+
 function listed(id: string, name: string): ListedChannel {
   return {
     id,
@@ -184,6 +198,21 @@ describe("a session's answers after it ended", () => {
     await loggedIn(net);
     FakeUpload.sent[0].answer(200, { url: "/uploads/x.txt" });
     await expect(uploading).rejects.toBeInstanceOf(SessionEnded);
+  });
+
+  it("do not undo a reaction in the next session's timeline", async () => {
+    const net = server();
+    await loggedIn(net);
+    timelines.get("ch_1").merge([stored("msg_1")]);
+    const reacting = timelines.toggleReaction("ch_1", "msg_1", "👍", true);
+    await logout(net);
+    await loggedIn(net);
+    // The next session's page holds the message with the reaction the server stored.
+    const next = timelines.get("ch_1");
+    next.merge([{ ...stored("msg_1"), reactions: [{ emoji: "👍", count: 1, userIds: [USER.id] }] }]);
+    await net.answer("/api/messages/msg_1/reactions", 200, { ok: true });
+    await expect(reacting).rejects.toBeInstanceOf(SessionEnded);
+    expect(next.items[0]).toMatchObject({ id: "msg_1", reactions: [{ emoji: "👍", count: 1 }] });
   });
 
   it("leave the next session's budget ask alone, and its ask again", async () => {
