@@ -122,9 +122,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="about SQLite itself"))
 
 
-settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("repeatable", derandomize=True, database=None, deadline=None)
 settings.load_profile("repeatable")
-"""Property tests explore the same examples on every run: CI must not fail by chance."""
+"""Property tests explore the same examples on every run: CI must not fail by chance. Nor by
+the clock: an example's first call on a loaded machine (2 workers, browsers, servers) took
+440 ms against hypothesis's default 200 ms deadline, so there is none."""
 
 
 @pytest.fixture(scope="session")
