@@ -1,5 +1,6 @@
 /** The live channel list against a list asked for before a live change and landing after it. */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { listed } from "./channelFixture";
 import type { Channel, ListedChannel } from "../types";
 
 const listeners: ((event: unknown) => void)[] = [];
@@ -22,20 +23,6 @@ const { readState } = await import("./readState.svelte");
 
 const deliver = (event: unknown) => listeners.forEach((listener) => listener(event));
 
-function listed(id: string, name: string, unreadCount = 0): ListedChannel {
-  return {
-    id,
-    name,
-    type: "group",
-    agentIds: [],
-    memberIds: [],
-    createdAt: "2026-01-01T00:00:00Z",
-    updatedAt: "2026-01-01T00:00:00Z",
-    lastReadId: null,
-    unreadCount,
-    mentionCount: 0,
-  };
-}
 
 const names = () => channels.list.map((c) => c.name);
 

@@ -1,6 +1,7 @@
 /** Answers to requests of a session that land after it ended (a logout, and the next login). */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ListedChannel, Message } from "../types";
+import { listed } from "./channelFixture";
+import type { Message } from "../types";
 
 vi.mock("../socket.svelte", () => ({
   socket: {
@@ -110,20 +111,6 @@ function stored(id: string): Message {
   };
 }
 
-function listed(id: string, name: string): ListedChannel {
-  return {
-    id,
-    name,
-    type: "group",
-    agentIds: [],
-    memberIds: [],
-    createdAt: "2026-01-01T00:00:00Z",
-    updatedAt: "2026-01-01T00:00:00Z",
-    lastReadId: null,
-    unreadCount: 0,
-    mentionCount: 0,
-  };
-}
 
 const USER = { id: "user_a", name: "Ada", role: "owner" };
 
